@@ -1,0 +1,45 @@
+// Command wirefs shows the network as a file system. See docs/wirefs.md.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `wirefs: the network as a file system.
+
+Usage:
+  wirefs mount [options] MOUNTPOINT   mount the namespace (daemonizes)
+  wirefs umount MOUNTPOINT            unmount it
+  wirefs version                      print the version
+  wirefs COMMAND --help               options of a command
+
+Under MOUNTPOINT: tcp/ and udp/ (open = connect, bind or accept; names are
+addresses as in "host:port", "8000", "[::1]:80"), dns/NAME (addresses).
+Manual: docs/wirefs.md.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "mount":
+		err = cmdMount(args)
+	case "umount", "unmount":
+		err = cmdUmount(args)
+	case "version", "--version":
+		fmt.Println("wirefs", version())
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "wirefs: unknown command %q\n\n%s", cmd, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "wirefs:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,282 @@
+// Package fuse is the FUSE door: it shows a namespace as a mounted file
+// system. It knows nothing about protocols; it translates FUSE requests to
+// the ns interfaces and errors to errnos, logging why.
+package fuse
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"wirefs/internal/ns"
+)
+
+// Options configure a mount.
+type Options struct {
+	AllowOther  bool          // let other users in (needs user_allow_other for non-root)
+	AttrTimeout time.Duration // kernel cache of attributes and entries of stable nodes
+	DebugFUSE   bool          // log every FUSE request
+	Log         *slog.Logger
+}
+
+// Mount mounts n at dir and returns the running server.
+func Mount(dir string, n *ns.Namespace, o Options) (*fuse.Server, error) {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	zero := time.Duration(0)
+	root := &node{n: n.Root(), o: &o}
+	return fs.Mount(dir, root, &fs.Options{
+		EntryTimeout:    &zero, // per node, in Lookup/Getattr
+		AttrTimeout:     &zero,
+		NegativeTimeout: &zero,
+		MountOptions: fuse.MountOptions{
+			FsName:     "wirefs",
+			Name:       "wirefs",
+			AllowOther: o.AllowOther,
+			// The largest requests the kernel allows (max_pages_limit,
+			// 1 MiB by default): fewer round trips per byte.
+			MaxWrite:    1 << 20,
+			DirectMount: true, // mount(2) as root, fusermount3 otherwise
+			Debug:       o.DebugFUSE,
+		},
+	})
+}
+
+// node is a namespace node seen through FUSE.
+type node struct {
+	fs.Inode
+	n ns.Node
+	o *Options
+}
+
+var (
+	_ fs.NodeLookuper  = (*node)(nil)
+	_ fs.NodeReaddirer = (*node)(nil)
+	_ fs.NodeGetattrer = (*node)(nil)
+	_ fs.NodeSetattrer = (*node)(nil)
+	_ fs.NodeOpener    = (*node)(nil)
+	_ fs.NodeCreater   = (*node)(nil)
+)
+
+func volatile(n ns.Node) bool {
+	v, ok := n.(ns.Volatile)
+	return ok && v.Volatile()
+}
+
+// timeout is how long the kernel may cache n's entry and attributes:
+// network endpoints never (every open must reach the daemon).
+func (n *node) timeout(child ns.Node) time.Duration {
+	if volatile(child) {
+		return 0
+	}
+	return n.o.AttrTimeout
+}
+
+// fail turns a provider error into an errno and logs why. Expected
+// outcomes (EINTR, a missing name) are logged at debug level only.
+func (n *node) fail(op, name string, err error) syscall.Errno {
+	errno := ns.Errno(err)
+	lvl := slog.LevelWarn
+	if errno == syscall.EINTR || (errno == syscall.ENOENT && op == "lookup") {
+		lvl = slog.LevelDebug
+	}
+	p := n.Path(nil)
+	if name != "" {
+		p += "/" + name
+	}
+	n.o.Log.Log(context.Background(), lvl, op+" failed", "path", p, "errno", errno.Error(), "why", err.Error())
+	return errno
+}
+
+func fillAttr(a ns.Attr, out *fuse.Attr) {
+	out.Mode = uint32(a.Mode.Perm())
+	if a.Mode.IsDir() {
+		out.Mode |= syscall.S_IFDIR
+		out.Nlink = 2
+	} else {
+		out.Mode |= syscall.S_IFREG
+		out.Nlink = 1
+	}
+	out.Size = uint64(a.Size)
+	out.Blocks = (out.Size + 511) / 512
+	t := a.Mtime
+	out.SetTimes(&t, &t, &t)
+	out.Uid, out.Gid = a.Uid, a.Gid
+}
+
+func stableMode(a ns.Attr) uint32 {
+	if a.Mode.IsDir() {
+		return syscall.S_IFDIR
+	}
+	return syscall.S_IFREG
+}
+
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	d, ok := n.n.(ns.Dir)
+	if !ok {
+		return nil, syscall.ENOTDIR
+	}
+	child, err := d.Lookup(ctx, name)
+	if err != nil {
+		return nil, n.fail("lookup", name, err)
+	}
+	a, err := child.Attr(ctx)
+	if err != nil {
+		return nil, n.fail("stat", name, err)
+	}
+	fillAttr(a, &out.Attr)
+	t := n.timeout(child)
+	out.SetEntryTimeout(t)
+	out.SetAttrTimeout(t)
+	if !volatile(child) {
+		// Reuse the inode of a stable node so the kernel keeps its caches.
+		if old := n.GetChild(name); old != nil && old.StableAttr().Mode == stableMode(a) {
+			return old, 0
+		}
+	}
+	return n.NewInode(ctx, &node{n: child, o: n.o}, fs.StableAttr{Mode: stableMode(a)}), 0
+}
+
+func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	d, ok := n.n.(ns.Dir)
+	if !ok {
+		return nil, syscall.ENOTDIR
+	}
+	ents, err := d.ReadDir(ctx)
+	if err != nil {
+		return nil, n.fail("readdir", "", err)
+	}
+	out := make([]fuse.DirEntry, len(ents))
+	for i, e := range ents {
+		out[i] = fuse.DirEntry{Name: e.Name, Mode: stableMode(e.Attr)}
+	}
+	return fs.NewListDirStream(out), 0
+}
+
+func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	a, err := n.n.Attr(ctx)
+	if err != nil {
+		return n.fail("stat", "", err)
+	}
+	fillAttr(a, &out.Attr)
+	out.SetTimeout(n.timeout(n.n))
+	return 0
+}
+
+// Setattr accepts and ignores changes: O_TRUNC on a stream (`echo hi >
+// tcp/host:port`) must not fail. Providers with real files will opt in
+// to attribute changes through their own interface.
+func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	return n.Getattr(ctx, fh, out)
+}
+
+func caller(ctx context.Context) ns.Caller {
+	c, ok := fuse.FromContext(ctx)
+	if !ok {
+		return ns.Caller{}
+	}
+	return ns.Caller{Pid: c.Pid, Uid: c.Uid, Gid: c.Gid}
+}
+
+func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	return n.open(ctx, n.n, "", flags)
+}
+
+func (n *node) open(ctx context.Context, target ns.Node, name string, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	o, ok := target.(ns.Opener)
+	if !ok {
+		if _, isDir := target.(ns.Dir); isDir {
+			return nil, 0, syscall.EISDIR
+		}
+		return nil, 0, syscall.EACCES
+	}
+	h, err := o.Open(ctx, caller(ctx), int(flags))
+	if err != nil {
+		return nil, 0, n.fail("open", name, err)
+	}
+	fh := &handle{h: h, n: n}
+	if _, seekable := h.(ns.ReaderAt); seekable {
+		return fh, fuse.FOPEN_DIRECT_IO, 0
+	}
+	// Streams: no page cache, no file position, and reads and writes on
+	// one open file run in parallel (a blocked read must not hold up a
+	// write on the same descriptor, as in the chat server).
+	return fh, fuse.FOPEN_DIRECT_IO | fuse.FOPEN_STREAM | fuse.FOPEN_NONSEEKABLE | fuse.FOPEN_PARALLEL_DIRECT_WRITES, 0
+}
+
+// Create is open with O_CREAT on a name the kernel has not looked up yet:
+// names exist on demand, so it is a lookup followed by an open.
+func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	child, errno := n.Lookup(ctx, name, out)
+	if errno != 0 {
+		if errno == syscall.ENOENT {
+			errno = syscall.EROFS
+		}
+		return nil, nil, 0, errno
+	}
+	fh, fl, errno := n.open(ctx, child.Operations().(*node).n, name, flags)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	return child, fh, fl, 0
+}
+
+// handle serves an open namespace handle.
+type handle struct {
+	h ns.Handle
+	n *node
+}
+
+var (
+	_ fs.FileReader   = (*handle)(nil)
+	_ fs.FileWriter   = (*handle)(nil)
+	_ fs.FileReleaser = (*handle)(nil)
+	_ fs.FileFlusher  = (*handle)(nil)
+)
+
+func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	var n int
+	var err error
+	switch r := h.h.(type) {
+	case ns.ReaderAt:
+		n, err = r.ReadAt(ctx, dest, off)
+	case ns.Reader:
+		n, err = r.Read(ctx, dest)
+	default:
+		return nil, syscall.EBADF
+	}
+	if err != nil && n == 0 {
+		return nil, h.n.fail("read", "", err)
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	w, ok := h.h.(ns.Writer)
+	if !ok {
+		return 0, syscall.EBADF
+	}
+	n, err := w.Write(ctx, data)
+	if err != nil && n == 0 {
+		return 0, h.n.fail("write", "", err)
+	}
+	return uint32(n), 0
+}
+
+// Flush runs at every close(2) of a descriptor; the handle lives on until
+// the last descriptor is gone (Release), as for any file.
+func (h *handle) Flush(ctx context.Context) syscall.Errno { return 0 }
+
+func (h *handle) Release(ctx context.Context) syscall.Errno {
+	if err := h.h.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+		h.n.o.Log.Debug("close", "path", h.n.Path(nil), "err", err)
+	}
+	return 0
+}

@@ -1,0 +1,153 @@
+package ns
+
+import (
+	"context"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Namespace is a mount table: prefixes (like "tcp" or "sftp/me@host") mapped
+// to provider directories. A path resolves to the node of the longest
+// matching prefix, walked down by the rest of the path; names between the
+// root and the mount points are synthesized directories. This is the
+// Sprite/Ufo prefix table; implicit roots such as "tcp/" are just entries.
+type Namespace struct {
+	mounts map[string]Dir // clean prefix without leading slash -> provider root
+	since  time.Time
+}
+
+// New returns an empty namespace.
+func New() *Namespace {
+	return &Namespace{mounts: map[string]Dir{}, since: time.Now()}
+}
+
+// Mount attaches dir at prefix. A later Mount at the same prefix replaces
+// the earlier one.
+func (n *Namespace) Mount(prefix string, dir Dir) {
+	n.mounts[clean(prefix)] = dir
+}
+
+// Root returns the namespace's root directory.
+func (n *Namespace) Root() Dir { return &tableDir{ns: n, prefix: ""} }
+
+// Resolve walks p (slash-separated, relative to the root) to a node.
+func (n *Namespace) Resolve(ctx context.Context, p string) (Node, error) {
+	var node Node = n.Root()
+	for _, name := range strings.Split(clean(p), "/") {
+		if name == "" {
+			continue
+		}
+		d, ok := node.(Dir)
+		if !ok {
+			return nil, Errorf(syscall.ENOTDIR, "%s: not a directory", p)
+		}
+		var err error
+		if node, err = d.Lookup(ctx, name); err != nil {
+			return nil, err
+		}
+	}
+	return node, nil
+}
+
+func clean(p string) string {
+	p = strings.Trim(path.Clean("/"+p), "/")
+	return p
+}
+
+// tableDir is a directory synthesized from the mount table: the root, or an
+// intermediate name such as "sftp" when only "sftp/me@host" is mounted. When
+// a provider is mounted at or above this path too (a mount inside a mount),
+// under is the provider's directory here and names not in the table fall
+// through to it: the longer prefix wins.
+type tableDir struct {
+	ns     *Namespace
+	prefix string
+	under  Dir
+}
+
+func (d *tableDir) Attr(ctx context.Context) (Attr, error) {
+	if d.under != nil {
+		return d.under.Attr(ctx)
+	}
+	return Attr{Mode: os.ModeDir | 0o555, Mtime: d.ns.since, Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}, nil
+}
+
+func (d *tableDir) join(name string) string {
+	if d.prefix == "" {
+		return name
+	}
+	return d.prefix + "/" + name
+}
+
+// hasBelow reports whether any mount lies strictly below p.
+func (d *tableDir) hasBelow(p string) bool {
+	for m := range d.ns.mounts {
+		if strings.HasPrefix(m, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *tableDir) Lookup(ctx context.Context, name string) (Node, error) {
+	full := d.join(name)
+	var here Node
+	if m, ok := d.ns.mounts[full]; ok {
+		here = m
+	} else if d.under != nil {
+		n, err := d.under.Lookup(ctx, name)
+		if err != nil && !d.hasBelow(full) {
+			return nil, err
+		}
+		here = n
+	}
+	if d.hasBelow(full) {
+		under, _ := here.(Dir)
+		return &tableDir{ns: d.ns, prefix: full, under: under}, nil
+	}
+	if here == nil {
+		return nil, Errorf(syscall.ENOENT, "%s: no such name in the mount table", full)
+	}
+	return here, nil
+}
+
+func (d *tableDir) ReadDir(ctx context.Context) ([]DirEntry, error) {
+	seen := map[string]bool{}
+	var out []DirEntry
+	if d.under != nil {
+		ents, err := d.under.ReadDir(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			seen[e.Name] = true
+		}
+		out = append(out, ents...)
+	}
+	for p := range d.ns.mounts {
+		rest, ok := strings.CutPrefix(p, d.prefix)
+		if d.prefix != "" && (!ok || !strings.HasPrefix(rest, "/")) {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(rest, "/"), "/")
+		if name == "" || seen[name] {
+			continue
+		}
+		seen[name] = true
+		node, err := d.Lookup(ctx, name)
+		if err != nil {
+			continue
+		}
+		a, err := node.Attr(ctx)
+		if err != nil {
+			continue
+		}
+		out = append(out, DirEntry{Name: name, Attr: a})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}

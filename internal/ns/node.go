@@ -1,0 +1,98 @@
+// Package ns is the wirefs namespace: a longest-prefix mount table that
+// resolves a path to a provider node, and the small interfaces a provider
+// node opts into. Nothing here knows about FUSE, seccomp or any protocol.
+package ns
+
+import (
+	"context"
+	"os"
+	"time"
+)
+
+// Caller identifies the process on whose behalf an operation runs. Doors fill
+// it from what the kernel tells them (FUSE request header, seccomp
+// notification). Pid is the thread id the kernel reported; providers that
+// care about processes (the concurrent-server rule) resolve it themselves.
+type Caller struct {
+	Pid uint32
+	Uid uint32
+	Gid uint32
+}
+
+// Attr is what stat shows for a node.
+type Attr struct {
+	Mode  os.FileMode // permission bits plus os.ModeDir for directories
+	Size  int64
+	Mtime time.Time
+	Uid   uint32
+	Gid   uint32
+}
+
+// Node is anything the namespace can name.
+type Node interface {
+	Attr(ctx context.Context) (Attr, error)
+}
+
+// DirEntry is one row of a directory listing. Listings carry attributes so
+// that `ls -l` costs one round trip, not one per entry.
+type DirEntry struct {
+	Name string
+	Attr Attr
+}
+
+// Dir is a node with children.
+type Dir interface {
+	Node
+	Lookup(ctx context.Context, name string) (Node, error)
+	ReadDir(ctx context.Context) ([]DirEntry, error)
+}
+
+// Volatile is implemented by nodes whose names must be looked up afresh on
+// every use (network endpoints: each open is a new connection). Doors must
+// not cache their entries or attributes.
+type Volatile interface {
+	Volatile() bool
+}
+
+// Opener is a node that can be opened. flags are the open(2) flags.
+type Opener interface {
+	Open(ctx context.Context, c Caller, flags int) (Handle, error)
+}
+
+// Handle is an open file. Every handle is one of two kinds, and the choice is
+// the one line a provider writes when it returns from Open:
+//
+//   - a real kernel object (ns.Socket(conn), later a cached local file): it
+//     implements KernelObject and doors may give the fd straight to the
+//     program, so the data path costs nothing;
+//   - served by the daemon: it implements Reader/Writer (streams) or
+//     ReaderAt/WriterAt (files) and every byte makes a round trip.
+//
+// Kernel objects implement Reader and Writer as well, so that a door that
+// cannot hand over fds (FUSE, for sockets) still serves them.
+type Handle interface {
+	Close() error
+}
+
+// Reader is a stream handle's read side. It blocks until data, EOF or
+// cancellation of ctx (then it returns an error that maps to EINTR).
+type Reader interface {
+	Read(ctx context.Context, p []byte) (int, error)
+}
+
+// Writer is a stream handle's write side; it writes all of p or fails.
+type Writer interface {
+	Write(ctx context.Context, p []byte) (int, error)
+}
+
+// ReaderAt is a seekable file handle's read side.
+type ReaderAt interface {
+	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
+}
+
+// KernelObject is a handle that is a real kernel object with exactly the
+// semantics a program expects from its name.
+type KernelObject interface {
+	// KernelFile returns the object; the caller must not close it.
+	KernelFile() (*os.File, error)
+}

@@ -1,0 +1,65 @@
+// Package ctl is the daemon's own directory, .wirefs/: files that show its
+// state. stats is read by tests and people checking for leaks.
+package ctl
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"syscall"
+	"time"
+
+	"wirefs/internal/ns"
+)
+
+// Dir returns the .wirefs/ directory. live counts open endpoints.
+func Dir(live func() int) ns.Dir { return &dir{live: live, since: time.Now()} }
+
+type dir struct {
+	live  func() int
+	since time.Time
+}
+
+func (d *dir) Attr(context.Context) (ns.Attr, error) {
+	return ns.Attr{Mode: os.ModeDir | 0o555, Mtime: d.since, Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}, nil
+}
+
+func (d *dir) Lookup(ctx context.Context, name string) (ns.Node, error) {
+	if name != "stats" {
+		return nil, ns.Errorf(syscall.ENOENT, ".wirefs/%s: no such control file", name)
+	}
+	return &stats{d: d}, nil
+}
+
+func (d *dir) ReadDir(ctx context.Context) ([]ns.DirEntry, error) {
+	a, _ := (&stats{d: d}).Attr(ctx)
+	return []ns.DirEntry{{Name: "stats", Attr: a}}, nil
+}
+
+// stats reads as "key value" lines: pid, goroutines, fds, live endpoints.
+type stats struct{ d *dir }
+
+func (s *stats) Volatile() bool { return true }
+
+func (s *stats) Attr(context.Context) (ns.Attr, error) {
+	return ns.Attr{Mode: 0o444, Mtime: time.Now(), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}, nil
+}
+
+func (s *stats) Open(ctx context.Context, c ns.Caller, flags int) (ns.Handle, error) {
+	fds, _ := os.ReadDir("/proc/self/fd")
+	text := fmt.Sprintf("pid %d\ngoroutines %d\nfds %d\nlive %d\n",
+		os.Getpid(), runtime.NumGoroutine(), len(fds), s.d.live())
+	return content(text), nil
+}
+
+type content []byte
+
+func (c content) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if off >= int64(len(c)) {
+		return 0, nil
+	}
+	return copy(p, c[off:]), nil
+}
+
+func (c content) Close() error { return nil }

@@ -1,0 +1,306 @@
+package netstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"wirefs/internal/ns"
+)
+
+func (p *Provider) openTCP(ctx context.Context, name string, n Name, c ns.Caller) (ns.Handle, error) {
+	if n.Role == Client {
+		return p.dialTCP(ctx, name, n, c)
+	}
+	binds, err := p.resolveEndpoint(ctx, n.Local)
+	if err != nil {
+		return nil, err
+	}
+	key := bindKey("tcp", binds[0])
+	for {
+		if l, ok := p.server(key).(*tcpListener); ok {
+			return l.reopen(ctx, name, n.Explicit, c)
+		}
+		l, err := p.listenTCP(ctx, key, name, binds[0], c)
+		if errors.Is(err, syscall.EADDRINUSE) && p.server(key) != nil {
+			continue // lost a race with another opener of the same name
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &tcpServerHandle{l: l, name: name, explicit: n.Explicit, caller: c, g: newGate()}, nil
+	}
+}
+
+func (p *Provider) dialTCP(ctx context.Context, name string, n Name, c ns.Caller) (ns.Handle, error) {
+	remotes, err := p.resolveEndpoint(ctx, n.Remote)
+	if err != nil {
+		return nil, err
+	}
+	d := net.Dialer{Timeout: p.ConnectTimeout}
+	if n.Local.Host != "" || n.Local.Port != 0 {
+		local, err := p.localAddr(ctx, n.Local, remotes[0].Addr())
+		if err != nil {
+			return nil, err
+		}
+		d.LocalAddr = net.TCPAddrFromAddrPort(local)
+		// A fixed source port is usually reused at once; without
+		// SO_REUSEADDR a connection in TIME_WAIT would block it.
+		d.Control = reuseAddr
+	}
+	var lastErr error
+	for _, r := range remotes {
+		conn, err := d.DialContext(ctx, "tcp", r.String())
+		if err == nil {
+			return ns.Socket(&trackedConn{Conn: conn, untrack: p.track("tcp", name, c)}), nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		lastErr = err
+	}
+	return nil, dialError("tcp", name, lastErr)
+}
+
+// dialError keeps the errno and says what failed.
+func dialError(proto, name string, err error) error {
+	errno := ns.Errno(err)
+	if errno == syscall.EIO {
+		return err
+	}
+	return ns.Errorf(errno, "%s/%s: %v", proto, name, err)
+}
+
+// localAddr resolves a client's fixed source address, picking the family of
+// the remote address.
+func (p *Provider) localAddr(ctx context.Context, ep Endpoint, remote netip.Addr) (netip.AddrPort, error) {
+	if ep.Host == "" {
+		if remote.Unmap().Is4() {
+			return netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(ep.Port)), nil
+		}
+		return netip.AddrPortFrom(netip.IPv6Unspecified(), uint16(ep.Port)), nil
+	}
+	locals, err := p.resolveEndpoint(ctx, ep)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	return locals[0], nil
+}
+
+func reuseAddr(network, address string, rc syscall.RawConn) error {
+	var serr error
+	err := rc.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// trackedConn forgets its live entry when closed.
+type trackedConn struct {
+	net.Conn
+	untrack func()
+}
+
+func (t *trackedConn) Close() error {
+	t.untrack()
+	return t.Conn.Close()
+}
+
+// File exposes the socket for doors that inject fds (see ns.KernelObject).
+func (t *trackedConn) File() (*os.File, error) {
+	f, ok := t.Conn.(interface{ File() (*os.File, error) })
+	if !ok {
+		return nil, ns.Errorf(syscall.EOPNOTSUPP, "no kernel file")
+	}
+	return f.File()
+}
+
+// tcpListener is a bound server name. A single goroutine accepts, one
+// client ahead at most, and hands clients to whichever open or read wants
+// one next; waiters can give up (Ctrl-C) without losing a client.
+type tcpListener struct {
+	p       *Provider
+	key     string
+	ln      net.Listener
+	owner   owner
+	ready   chan net.Conn
+	done    chan struct{}
+	once    sync.Once
+	untrack func()
+}
+
+func (p *Provider) listenTCP(ctx context.Context, key, name string, bind netip.AddrPort, c ns.Caller) (*tcpListener, error) {
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", bind.String())
+	if err != nil {
+		return nil, dialError("tcp", name, err)
+	}
+	l := &tcpListener{
+		p: p, key: key, ln: ln, owner: newOwner(c.Pid),
+		ready: make(chan net.Conn), done: make(chan struct{}),
+	}
+	if p.claimServer(key, l) != nil {
+		ln.Close()
+		return nil, syscall.EADDRINUSE
+	}
+	l.untrack = p.track("tcp", name, c)
+	go l.acceptLoop()
+	return l, nil
+}
+
+func (l *tcpListener) acceptLoop() {
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			select {
+			case <-l.done:
+				return
+			default:
+			}
+			// EMFILE and friends: the listener is fine, resources are not.
+			l.p.Log.Warn("accept failed", "listener", l.key, "err", err)
+			select {
+			case <-l.done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		select {
+		case l.ready <- c:
+		case <-l.done:
+			c.Close()
+			return
+		}
+	}
+}
+
+// accept waits for the next client.
+func (l *tcpListener) accept(ctx context.Context) (net.Conn, error) {
+	select {
+	case c := <-l.ready:
+		return c, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-l.done:
+		return nil, ns.Errorf(syscall.EBADF, "%s: listener closed", l.key)
+	}
+}
+
+func (l *tcpListener) close() {
+	l.once.Do(func() {
+		close(l.done)
+		l.ln.Close()
+		l.p.dropServer(l.key, l)
+		l.untrack()
+	})
+}
+
+// reopen is the concurrent server: opening a bound name again accepts.
+func (l *tcpListener) reopen(ctx context.Context, name string, explicit bool, c ns.Caller) (ns.Handle, error) {
+	if !l.owner.admits(c.Pid) {
+		return nil, ns.Errorf(syscall.EACCES,
+			"tcp/%s: the port is served by pid %d; only it and processes it forked while holding the file may open it again", name, l.owner.tgid)
+	}
+	conn, err := l.accept(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l.p.acceptedHandle(conn, name, explicit, c), nil
+}
+
+// acceptedHandle wraps an accepted client; with "!" its first read returns
+// "HOST PORT\n".
+func (p *Provider) acceptedHandle(conn net.Conn, name string, explicit bool, c ns.Caller) ns.Handle {
+	h := ns.Socket(&trackedConn{Conn: conn, untrack: p.track("tcp", name, c)})
+	if !explicit {
+		return h
+	}
+	peer := addrPortOf(conn.RemoteAddr())
+	return &headerFirst{Handle: h, header: []byte(fmt.Sprintf("%s %d\n", peerHost(peer.Addr()), peer.Port()))}
+}
+
+// headerFirst returns header on the first read(s), then the stream.
+type headerFirst struct {
+	ns.Handle
+	mu     sync.Mutex
+	header []byte
+}
+
+func (h *headerFirst) Read(ctx context.Context, p []byte) (int, error) {
+	h.mu.Lock()
+	if len(h.header) > 0 {
+		n := copy(p, h.header)
+		h.header = h.header[n:]
+		h.mu.Unlock()
+		return n, nil
+	}
+	h.mu.Unlock()
+	return h.Handle.(ns.Reader).Read(ctx, p)
+}
+
+func (h *headerFirst) Write(ctx context.Context, p []byte) (int, error) {
+	return h.Handle.(ns.Writer).Write(ctx, p)
+}
+
+// tcpServerHandle is the handle of the open that bound the name: a simple
+// server whose first read or write accepts a client. Closing it unbinds.
+type tcpServerHandle struct {
+	l        *tcpListener
+	name     string
+	explicit bool
+	caller   ns.Caller
+	g        gate
+	conn     ns.Handle // the accepted client, once there is one
+}
+
+func (h *tcpServerHandle) client(ctx context.Context) (ns.Handle, error) {
+	if err := h.g.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer h.g.unlock()
+	if h.conn == nil {
+		c, err := h.l.accept(ctx)
+		if err != nil {
+			return nil, err
+		}
+		h.conn = h.l.p.acceptedHandle(c, h.name, h.explicit, h.caller)
+	}
+	return h.conn, nil
+}
+
+func (h *tcpServerHandle) Read(ctx context.Context, p []byte) (int, error) {
+	c, err := h.client(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return c.(ns.Reader).Read(ctx, p)
+}
+
+func (h *tcpServerHandle) Write(ctx context.Context, p []byte) (int, error) {
+	c, err := h.client(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return c.(ns.Writer).Write(ctx, p)
+}
+
+func (h *tcpServerHandle) Close() error {
+	h.l.close()
+	// A read or write may hold the gate while it waits in accept; the
+	// listener is closed now, so it returns soon.
+	h.g <- struct{}{}
+	defer h.g.unlock()
+	if h.conn != nil {
+		return h.conn.Close()
+	}
+	return nil
+}
