@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -52,6 +53,11 @@ func New(ttl time.Duration) *Resolver {
 func (r *Resolver) Resolve(ctx context.Context, host string) ([]netip.Addr, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
 		return []netip.Addr{a}, nil
+	}
+	if isInvalidTLD(host) {
+		// RFC 6761 §6.4: resolvers answer "no such name" for .invalid
+		// without asking any server (tests rely on this to stay local).
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 	}
 	r.mu.Lock()
 	if r.entries == nil {
@@ -98,6 +104,11 @@ func (r *Resolver) purgeExpired() {
 		default:
 		}
 	}
+}
+
+func isInvalidTLD(host string) bool {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	return h == "invalid" || strings.HasSuffix(h, ".invalid")
 }
 
 // query runs detached from any one caller's context: a caller that gives
