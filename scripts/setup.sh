@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what wirefs needs to build, test and demo on Debian 12 and
+# fetches the Go modules. Idempotent; needs root (or sudo) only to install
+# missing packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pkgs=(fuse3 socat iproute2 gcc make python3 procps psmisc util-linux)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	sudo=
+	[ "$(id -u)" = 0 ] || sudo=sudo
+	echo "setup: installing ${missing[*]}" >&2
+	for try in 1 2 3; do
+		$sudo apt-get update -qq &&
+			DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null &&
+			break
+		[ "$try" = 3 ] && { echo "setup: apt-get failed" >&2; exit 1; }
+		sleep 5
+	done
+fi
+
+if ! command -v go >/dev/null; then
+	echo "setup: Go is not installed; wirefs needs Go $(sed -n 's/^go //p' go.mod) or newer (https://go.dev/doc/install)" >&2
+	exit 1
+fi
+go mod download
+go build -o bin/wirefs ./cmd/wirefs
