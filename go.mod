@@ -1,8 +1,7 @@
 module wirefs
 
-go 1.26.8
+go 1.24
 
-require (
-	github.com/hanwen/go-fuse/v2 v2.12.1 // indirect
-	golang.org/x/sys v0.28.0 // indirect
-)
+require github.com/hanwen/go-fuse/v2 v2.12.1
+
+require golang.org/x/sys v0.28.0 // indirect
