@@ -40,9 +40,10 @@ func Mount(dir string, n *ns.Namespace, o Options) (*fuse.Server, error) {
 			FsName:     "wirefs",
 			Name:       "wirefs",
 			AllowOther: o.AllowOther,
-			// The largest requests the kernel allows (max_pages_limit,
-			// 1 MiB by default): fewer round trips per byte.
-			MaxWrite:    1 << 20,
+			// The largest requests the kernel allows: go-fuse caps this
+			// at /proc/sys/fs/fuse/max_pages_limit (1 MiB by default).
+			// 8 MiB bounds the buffer each request reader keeps.
+			MaxWrite:    8 << 20,
 			DirectMount: true, // mount(2) as root, fusermount3 otherwise
 			Debug:       o.DebugFUSE,
 		},
