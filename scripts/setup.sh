@@ -23,6 +23,12 @@ if ((${#missing[@]})); then
 	done
 fi
 
+# Debian's udev rule gives /dev/fuse mode 0666 so ordinary users can mount
+# through fusermount3; containers and minimal VMs without udev leave 0600.
+if [ "$(id -u)" = 0 ] && [ -c /dev/fuse ] && [ "$(stat -c %a /dev/fuse)" != 666 ]; then
+	chmod 0666 /dev/fuse
+fi
+
 if ! command -v go >/dev/null; then
 	echo "setup: Go is not installed; wirefs needs Go $(sed -n 's/^go //p' go.mod) or newer (https://go.dev/doc/install)" >&2
 	exit 1
