@@ -16,11 +16,6 @@ import (
 	"time"
 
 	fusedoor "wirefs/internal/door/fuse"
-	"wirefs/internal/ns"
-	"wirefs/internal/provider/ctl"
-	"wirefs/internal/provider/dns"
-	"wirefs/internal/provider/netstream"
-	"wirefs/internal/resolve"
 )
 
 // readyFDEnv names the descriptor on which a daemonized child reports
@@ -36,8 +31,8 @@ func cmdMount(args []string) error {
 	foreground := fl.Bool("foreground", false, "stay in the foreground, logging to stderr")
 	verbose := fl.Bool("v", false, "log debug messages")
 	allowOther := fl.Bool("allow-other", false, "let other users use the mount (non-root needs user_allow_other in /etc/fuse.conf)")
-	connectTimeout := fl.Duration("connect-timeout", 30*time.Second, "bound on a TCP connect")
-	dnsTTL := fl.Duration("dns-ttl", 60*time.Second, "how long resolved names are cached")
+	var cfg nsConfig
+	cfg.addFlags(fl)
 	logFile := fl.String("log", "", "log file of the daemon (default $XDG_STATE_HOME/wirefs/wirefs.log)")
 	debugFUSE := fl.Bool("debug-fuse", false, "log every FUSE request (very verbose)")
 	if err := fl.Parse(args); err != nil {
@@ -68,15 +63,8 @@ func cmdMount(args []string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 
-	res := resolve.New(*dnsTTL)
-	streams := netstream.New(res, *connectTimeout, log)
-	n := ns.New()
-	n.Mount("tcp", streams.TCP())
-	n.Mount("udp", streams.UDP())
-	n.Mount("dns", dns.Dir(res))
-	n.Mount(".wirefs", ctl.Dir(streams.Live))
-
-	srv, err := fusedoor.Mount(mnt, n, fusedoor.Options{
+	d := buildNamespace(cfg, log)
+	srv, err := fusedoor.Mount(mnt, d.ns, fusedoor.Options{
 		AllowOther: *allowOther, AttrTimeout: time.Second, DebugFUSE: *debugFUSE, Log: log,
 	})
 	ready(err)
@@ -91,7 +79,7 @@ func cmdMount(args []string) error {
 		for s := range sigs {
 			if s == syscall.SIGHUP {
 				log.Info("SIGHUP: dropping caches")
-				res.Flush()
+				d.dropCaches()
 				continue
 			}
 			log.Info("unmounting", "signal", s.String())
