@@ -31,7 +31,7 @@ func main() {
 	case "umount", "unmount":
 		err = cmdUmount(args)
 	case "version", "--version":
-		fmt.Println("wirefs", version())
+		err = cmdVersion(args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 	default:

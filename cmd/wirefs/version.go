@@ -1,6 +1,24 @@
 package main
 
-import "runtime/debug"
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"runtime/debug"
+)
+
+func cmdVersion(args []string) error {
+	fl := flag.NewFlagSet("version", flag.ContinueOnError)
+	fl.Usage = func() { fmt.Fprint(fl.Output(), "Usage: wirefs version\n\nPrint the version of wirefs.\n") }
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	fmt.Println("wirefs", version())
+	return nil
+}
 
 // version is the module version, or the VCS revision of a source build.
 func version() string {
