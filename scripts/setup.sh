@@ -34,4 +34,4 @@ if ! command -v go >/dev/null; then
 	exit 1
 fi
 go mod download
-go build -o bin/wirefs ./cmd/wirefs
+go build -buildvcs=auto -o bin/wirefs ./cmd/wirefs

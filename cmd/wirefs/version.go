@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"runtime/debug"
+	"strings"
 )
 
 func cmdVersion(args []string) error {
@@ -28,7 +29,7 @@ func version() string {
 	}
 	v := info.Main.Version
 	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 && !strings.Contains(v, s.Value[:12]) {
 			v += " (" + s.Value[:12] + ")"
 		}
 	}
