@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -64,7 +65,14 @@ var (
 	_ fs.NodeSetattrer = (*node)(nil)
 	_ fs.NodeOpener    = (*node)(nil)
 	_ fs.NodeCreater   = (*node)(nil)
+	_ fs.NodeUnlinker  = (*node)(nil)
 )
+
+// Unlink is refused: names are addresses, not stored files; an endpoint
+// goes away when its last descriptor is closed.
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	return syscall.EROFS
+}
 
 func volatile(n ns.Node) bool {
 	v, ok := n.(ns.Volatile)
@@ -88,10 +96,8 @@ func (n *node) fail(op, name string, err error) syscall.Errno {
 	if errno == syscall.EINTR || (errno == syscall.ENOENT && op == "lookup") {
 		lvl = slog.LevelDebug
 	}
-	p := n.Path(nil)
-	if name != "" {
-		p += "/" + name
-	}
+	p := strings.TrimPrefix(n.Path(nil)+"/"+name, "/")
+	p = strings.TrimSuffix(p, "/")
 	n.o.Log.Log(context.Background(), lvl, op+" failed", "path", p, "errno", errno.Error(), "why", err.Error())
 	return errno
 }

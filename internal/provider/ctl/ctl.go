@@ -47,6 +47,9 @@ func (s *stats) Attr(context.Context) (ns.Attr, error) {
 }
 
 func (s *stats) Open(ctx context.Context, c ns.Caller, flags int) (ns.Handle, error) {
+	if flags&(syscall.O_WRONLY|syscall.O_RDWR) != 0 {
+		return nil, ns.Errorf(syscall.EROFS, ".wirefs/stats is read-only")
+	}
 	fds, _ := os.ReadDir("/proc/self/fd")
 	text := fmt.Sprintf("pid %d\ngoroutines %d\nfds %d\nlive %d\n",
 		os.Getpid(), runtime.NumGoroutine(), len(fds), s.d.live())
