@@ -118,16 +118,8 @@ func (d *tableDir) Lookup(ctx context.Context, name string) (Node, error) {
 func (d *tableDir) ReadDir(ctx context.Context) ([]DirEntry, error) {
 	seen := map[string]bool{}
 	var out []DirEntry
-	if d.under != nil {
-		ents, err := d.under.ReadDir(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range ents {
-			seen[e.Name] = true
-		}
-		out = append(out, ents...)
-	}
+	// Names from the table first: a mount shadows the provider's entry of
+	// the same name, as Lookup does.
 	for p := range d.ns.mounts {
 		rest, ok := strings.CutPrefix(p, d.prefix)
 		if d.prefix != "" && (!ok || !strings.HasPrefix(rest, "/")) {
@@ -147,6 +139,17 @@ func (d *tableDir) ReadDir(ctx context.Context) ([]DirEntry, error) {
 			continue
 		}
 		out = append(out, DirEntry{Name: name, Attr: a})
+	}
+	if d.under != nil {
+		ents, err := d.under.ReadDir(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			if !seen[e.Name] {
+				out = append(out, e)
+			}
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

@@ -70,10 +70,16 @@ func Interruptible(ctx context.Context, setDeadline func(time.Time) error, op fu
 	if ctx.Done() == nil {
 		return op()
 	}
-	stop := context.AfterFunc(ctx, func() { setDeadline(pastDeadline) })
+	woken := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		setDeadline(pastDeadline)
+		close(woken)
+	})
 	n, err := op()
 	if !stop() {
-		// ctx fired: clear the deadline so the handle stays usable.
+		// ctx fired: once the wake-up has set its deadline, clear it so
+		// the handle stays usable.
+		<-woken
 		setDeadline(time.Time{})
 		if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
 			return 0, context.Canceled

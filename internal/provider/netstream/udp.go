@@ -308,9 +308,15 @@ func ParseHeader(line string) (netip.AddrPort, int, error) {
 	if len(f) != 3 {
 		return bad("need three fields")
 	}
-	host := strings.TrimSuffix(strings.TrimPrefix(f[0], "["), "]")
+	host := f[0]
+	if inner, ok := strings.CutPrefix(host, "["); ok {
+		host, ok = strings.CutSuffix(inner, "]")
+		if !ok {
+			return bad("unbalanced '['")
+		}
+	}
 	a, err := netip.ParseAddr(host)
-	if err != nil {
+	if err != nil || strings.ContainsAny(host, "[]") {
 		return bad("host is not a numeric address")
 	}
 	port, err := strconv.ParseUint(f[1], 10, 16)
