@@ -170,11 +170,7 @@ func (s *udpServer) lastPeer() netip.AddrPort {
 }
 
 func (s *udpServer) sendTo(ctx context.Context, p []byte, to netip.AddrPort) (int, error) {
-	n, err := ns.Interruptible(ctx, s.conn.SetWriteDeadline, func() (int, error) { return s.conn.WriteToUDPAddrPort(p, to) })
-	if err == nil {
-		s.setLast(to)
-	}
-	return n, err
+	return ns.Interruptible(ctx, s.conn.SetWriteDeadline, func() (int, error) { return s.conn.WriteToUDPAddrPort(p, to) })
 }
 
 // reopen gives a write-only channel to the last peer (seed 000 §2.3).
@@ -217,7 +213,12 @@ func (h *udpServerHandle) Read(ctx context.Context, p []byte) (int, error) {
 func (h *udpServerHandle) Write(ctx context.Context, p []byte) (int, error) {
 	if h.explicit {
 		return h.w.write(p, func(to netip.AddrPort, payload []byte) error {
+			// Only traffic on the original handle sets the peer that a
+			// reopen replies to (seed 000 §2.3.5), not channel writes.
 			_, err := h.s.sendTo(ctx, payload, to)
+			if err == nil {
+				h.s.setLast(to)
+			}
 			return err
 		})
 	}
@@ -316,7 +317,7 @@ func ParseHeader(line string) (netip.AddrPort, int, error) {
 		}
 	}
 	a, err := netip.ParseAddr(host)
-	if err != nil || strings.ContainsAny(host, "[]") {
+	if err != nil {
 		return bad("host is not a numeric address")
 	}
 	port, err := strconv.ParseUint(f[1], 10, 16)
