@@ -17,7 +17,16 @@ type Caller struct {
 	Pid uint32
 	Uid uint32
 	Gid uint32
+
+	// Holds reports whether the calling process has an open descriptor
+	// of h, a handle returned earlier through the same door. Seed 000's
+	// concurrent server needs it: only processes holding the server file
+	// may open its name again. nil means the door cannot tell (false).
+	Holds func(h Handle) bool
 }
+
+// HoldsHandle is c.Holds(h), false when the door cannot tell.
+func (c Caller) HoldsHandle(h Handle) bool { return c.Holds != nil && c.Holds(h) }
 
 // Attr is what stat shows for a node.
 type Attr struct {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -32,7 +33,10 @@ func Mount(dir string, n *ns.Namespace, o Options) (*fuse.Server, error) {
 		o.Log = slog.Default()
 	}
 	zero := time.Duration(0)
-	root := &node{n: n.Root(), o: &o}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real // /proc shows descriptors under the real path
+	}
+	root := &node{n: n.Root(), o: &o, d: &door{mnt: dir, inos: map[ns.Handle]uint64{}}}
 	return fs.Mount(dir, root, &fs.Options{
 		EntryTimeout:    &zero, // per node, in Lookup/Getattr
 		AttrTimeout:     &zero,
@@ -56,6 +60,7 @@ type node struct {
 	fs.Inode
 	n ns.Node
 	o *Options
+	d *door
 }
 
 var (
@@ -148,7 +153,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 			return old, 0
 		}
 	}
-	return n.NewInode(ctx, &node{n: child, o: n.o}, fs.StableAttr{Mode: stableMode(a)}), 0
+	return n.NewInode(ctx, &node{n: child, o: n.o, d: n.d}, fs.StableAttr{Mode: stableMode(a)}), 0
 }
 
 func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
@@ -184,19 +189,22 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 	return n.Getattr(ctx, fh, out)
 }
 
-func caller(ctx context.Context) ns.Caller {
+func (d *door) caller(ctx context.Context) ns.Caller {
 	c, ok := fuse.FromContext(ctx)
 	if !ok {
 		return ns.Caller{}
 	}
-	return ns.Caller{Pid: c.Pid, Uid: c.Uid, Gid: c.Gid}
+	pid := c.Pid
+	return ns.Caller{Pid: pid, Uid: c.Uid, Gid: c.Gid, Holds: func(h ns.Handle) bool { return d.holds(pid, h) }}
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	return n.open(ctx, n.n, "", flags)
+	return n.open(ctx, n.n, n.StableAttr().Ino, "", flags)
 }
 
-func (n *node) open(ctx context.Context, target ns.Node, name string, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+// open opens target, whose inode is ino (n itself, or a child of n being
+// created).
+func (n *node) open(ctx context.Context, target ns.Node, ino uint64, name string, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	o, ok := target.(ns.Opener)
 	if !ok {
 		if _, isDir := target.(ns.Dir); isDir {
@@ -204,11 +212,12 @@ func (n *node) open(ctx context.Context, target ns.Node, name string, flags uint
 		}
 		return nil, 0, syscall.EACCES
 	}
-	h, err := o.Open(ctx, caller(ctx), int(flags))
+	h, err := o.Open(ctx, n.d.caller(ctx), int(flags))
 	if err != nil {
 		return nil, 0, n.fail("open", name, err)
 	}
 	fh := &handle{h: h, n: n}
+	n.d.opened(h, ino)
 	if _, seekable := h.(ns.ReaderAt); seekable {
 		return fh, fuse.FOPEN_DIRECT_IO, 0
 	}
@@ -228,7 +237,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		}
 		return nil, nil, 0, errno
 	}
-	fh, fl, errno := n.open(ctx, child.Operations().(*node).n, name, flags)
+	fh, fl, errno := n.open(ctx, child.Operations().(*node).n, child.StableAttr().Ino, name, flags)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
@@ -282,6 +291,7 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 func (h *handle) Flush(ctx context.Context) syscall.Errno { return 0 }
 
 func (h *handle) Release(ctx context.Context) syscall.Errno {
+	h.n.d.released(h.h)
 	if err := h.h.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
 		h.n.o.Log.Debug("close", "path", h.n.Path(nil), "err", err)
 	}

@@ -5,6 +5,7 @@ package netstream
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -208,6 +209,32 @@ func addrPortOf(a net.Addr) netip.AddrPort {
 		return a.AddrPort()
 	}
 	return netip.AddrPort{}
+}
+
+// releaseGrace bounds how long an open waits for a bound server whose
+// caller does not hold it to go away. The kernel sends FUSE RELEASE after
+// close(2) has returned, so `exec 3<&-; exec 3< tcp/8000` can find the old
+// server still bound for a moment; the open then binds anew.
+const releaseGrace = 500 * time.Millisecond
+
+// errRebind tells an opener that the server it found has closed.
+var errRebind = errors.New("server closed: bind again")
+
+// awaitRelease waits, for a caller that does not hold a bound server's
+// file, until the server closes (errRebind) or the grace period ends
+// (EACCES: someone else serves the port).
+func awaitRelease(ctx context.Context, done <-chan struct{}, name string, opener uint32) error {
+	t := time.NewTimer(releaseGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return errRebind
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return ns.Errorf(syscall.EACCES,
+			"%s: the port is served by pid %d; only processes that hold its server file (the opener and the processes it forked while holding it) may open it again", name, opener)
+	}
 }
 
 // gate is a lock whose waiters can give up when their context ends, so a

@@ -25,16 +25,17 @@ func (p *Provider) openTCP(ctx context.Context, name string, n Name, c ns.Caller
 	key := bindKey("tcp", binds[0])
 	for {
 		if l, ok := p.server(key).(*tcpListener); ok {
-			return l.reopen(ctx, name, n.Explicit, c)
+			h, err := l.reopen(ctx, name, n.Explicit, c)
+			if err == errRebind {
+				continue
+			}
+			return h, err
 		}
-		l, err := p.listenTCP(ctx, key, name, binds[0], c)
+		h, err := p.listenTCP(ctx, key, name, n.Explicit, binds[0], c)
 		if errors.Is(err, syscall.EADDRINUSE) && p.server(key) != nil {
 			continue // lost a race with another opener of the same name
 		}
-		if err != nil {
-			return nil, err
-		}
-		return &tcpServerHandle{l: l, name: name, explicit: n.Explicit, caller: c, g: newGate()}, nil
+		return h, err
 	}
 }
 
@@ -131,29 +132,33 @@ type tcpListener struct {
 	p       *Provider
 	key     string
 	ln      net.Listener
-	owner   owner
+	handle  ns.Handle // the server file: holders of it may reopen
+	opener  uint32    // pid of the opener, for messages
 	ready   chan net.Conn
 	done    chan struct{}
 	once    sync.Once
 	untrack func()
 }
 
-func (p *Provider) listenTCP(ctx context.Context, key, name string, bind netip.AddrPort, c ns.Caller) (*tcpListener, error) {
+// listenTCP binds and returns the handle of the server file.
+func (p *Provider) listenTCP(ctx context.Context, key, name string, explicit bool, bind netip.AddrPort, c ns.Caller) (ns.Handle, error) {
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", bind.String())
 	if err != nil {
 		return nil, dialError("tcp", name, err)
 	}
 	l := &tcpListener{
-		p: p, key: key, ln: ln, owner: newOwner(c.Pid),
+		p: p, key: key, ln: ln, opener: c.Pid,
 		ready: make(chan net.Conn), done: make(chan struct{}),
 	}
+	h := &tcpServerHandle{l: l, name: name, explicit: explicit, caller: c, g: newGate()}
+	l.handle = h
 	if p.claimServer(key, l) != nil {
 		ln.Close()
 		return nil, syscall.EADDRINUSE
 	}
 	l.untrack = p.track("tcp", name, c)
 	go l.acceptLoop()
-	return l, nil
+	return h, nil
 }
 
 func (l *tcpListener) acceptLoop() {
@@ -204,11 +209,11 @@ func (l *tcpListener) close() {
 	})
 }
 
-// reopen is the concurrent server: opening a bound name again accepts.
+// reopen is the concurrent server: opening a bound name again, by a
+// process that holds the server file, accepts the next client.
 func (l *tcpListener) reopen(ctx context.Context, name string, explicit bool, c ns.Caller) (ns.Handle, error) {
-	if !l.owner.admits(c.Pid) {
-		return nil, ns.Errorf(syscall.EACCES,
-			"tcp/%s: the port is served by pid %d; only it and processes it forked while holding the file may open it again", name, l.owner.tgid)
+	if !c.HoldsHandle(l.handle) {
+		return nil, awaitRelease(ctx, l.done, "tcp/"+name, l.opener)
 	}
 	conn, err := l.accept(ctx)
 	if err != nil {

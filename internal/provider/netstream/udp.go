@@ -31,20 +31,37 @@ func (p *Provider) openUDP(ctx context.Context, name string, n Name, c ns.Caller
 		return nil, err
 	}
 	key := bindKey("udp", binds[0])
-	if s, ok := p.server(key).(*udpServer); ok {
-		return s.reopen(name, c)
+	for {
+		if s, ok := p.server(key).(*udpServer); ok {
+			h, err := s.reopen(ctx, name, c)
+			if err == errRebind {
+				continue
+			}
+			return h, err
+		}
+		h, err := p.listenUDP(key, name, n.Explicit, binds[0], c)
+		if errors.Is(err, syscall.EADDRINUSE) && p.server(key) != nil {
+			continue // lost a race with another opener of the same name
+		}
+		return h, err
 	}
-	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(binds[0]))
+}
+
+// listenUDP binds and returns the handle of the server file.
+func (p *Provider) listenUDP(key, name string, explicit bool, bind netip.AddrPort, c ns.Caller) (ns.Handle, error) {
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(bind))
 	if err != nil {
 		return nil, dialError("udp", name, err)
 	}
-	s := &udpServer{p: p, key: key, conn: conn, owner: newOwner(c.Pid)}
+	s := &udpServer{p: p, key: key, conn: conn, opener: c.Pid, done: make(chan struct{})}
+	h := &udpServerHandle{s: s, explicit: explicit, r: newRecordReader()}
+	s.handle = h
 	if p.claimServer(key, s) != nil {
 		conn.Close()
-		return nil, ns.Errorf(syscall.EADDRINUSE, "udp/%s: already bound", name)
+		return nil, syscall.EADDRINUSE
 	}
 	s.untrack = p.track("udp", name, c)
-	return &udpServerHandle{s: s, explicit: n.Explicit, r: newRecordReader()}, nil
+	return h, nil
 }
 
 func (p *Provider) dialUDP(ctx context.Context, name string, n Name, c ns.Caller) (ns.Handle, error) {
@@ -150,7 +167,9 @@ type udpServer struct {
 	p       *Provider
 	key     string
 	conn    *net.UDPConn
-	owner   owner
+	handle  ns.Handle // the server file: holders of it may reopen
+	opener  uint32    // pid of the opener, for messages
+	done    chan struct{}
 	untrack func()
 
 	mu   sync.Mutex
@@ -173,11 +192,11 @@ func (s *udpServer) sendTo(ctx context.Context, p []byte, to netip.AddrPort) (in
 	return ns.Interruptible(ctx, s.conn.SetWriteDeadline, func() (int, error) { return s.conn.WriteToUDPAddrPort(p, to) })
 }
 
-// reopen gives a write-only channel to the last peer (seed 000 §2.3).
-func (s *udpServer) reopen(name string, c ns.Caller) (ns.Handle, error) {
-	if !s.owner.admits(c.Pid) {
-		return nil, ns.Errorf(syscall.EACCES,
-			"udp/%s: the port is served by pid %d; only it and processes it forked while holding the file may open it again", name, s.owner.tgid)
+// reopen gives a write-only channel to the last peer (seed 000 §2.3), to
+// processes that hold the server file.
+func (s *udpServer) reopen(ctx context.Context, name string, c ns.Caller) (ns.Handle, error) {
+	if !c.HoldsHandle(s.handle) {
+		return nil, awaitRelease(ctx, s.done, "udp/"+name, s.opener)
 	}
 	dest := s.lastPeer()
 	if !dest.IsValid() {
@@ -229,10 +248,14 @@ func (h *udpServerHandle) Write(ctx context.Context, p []byte) (int, error) {
 	return h.s.sendTo(ctx, p, to)
 }
 
+// Close unbinds before the server leaves the table, so that an open
+// waiting for it (awaitRelease) can bind at once.
 func (h *udpServerHandle) Close() error {
+	err := h.s.conn.Close()
+	close(h.s.done)
 	h.s.p.dropServer(h.s.key, h.s)
 	h.s.untrack()
-	return h.s.conn.Close()
+	return err
 }
 
 // udpChannel is a write-only channel to one peer through a server's socket.
