@@ -164,13 +164,14 @@ func (u *udpClient) Close() error {
 
 // udpServer is a bound UDP name.
 type udpServer struct {
-	p       *Provider
-	key     string
-	conn    *net.UDPConn
-	handle  ns.Handle // the server file: holders of it may reopen
-	opener  uint32    // pid of the opener, for messages
-	done    chan struct{}
-	untrack func()
+	p         *Provider
+	key       string
+	conn      *net.UDPConn
+	handle    ns.Handle // the server file: holders of it may reopen
+	opener    uint32    // pid of the opener, for messages
+	done      chan struct{}
+	closeOnce sync.Once
+	untrack   func()
 
 	mu   sync.Mutex
 	last netip.AddrPort // peer of the last read or write
@@ -251,10 +252,13 @@ func (h *udpServerHandle) Write(ctx context.Context, p []byte) (int, error) {
 // Close unbinds before the server leaves the table, so that an open
 // waiting for it (awaitRelease) can bind at once.
 func (h *udpServerHandle) Close() error {
-	err := h.s.conn.Close()
-	close(h.s.done)
-	h.s.p.dropServer(h.s.key, h.s)
-	h.s.untrack()
+	var err error
+	h.s.closeOnce.Do(func() {
+		err = h.s.conn.Close()
+		close(h.s.done)
+		h.s.p.dropServer(h.s.key, h.s)
+		h.s.untrack()
+	})
 	return err
 }
 
