@@ -11,6 +11,9 @@ const usage = `wirefs: the network as a file system.
 Usage:
   wirefs mount [options] MOUNTPOINT   mount the namespace (daemonizes)
   wirefs umount MOUNTPOINT            unmount it
+  wirefs run [options] -- CMD [ARGS...]
+                                      run CMD with the namespace at /net
+                                      (no mount, no root)
   wirefs version                      print the version
   wirefs COMMAND --help               options of a command
 
@@ -28,6 +31,8 @@ func main() {
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
 	case "mount":
 		err = cmdMount(args)
+	case "run":
+		err = cmdRun(args)
 	case "umount", "unmount":
 		err = cmdUmount(args)
 	case "version", "--version":

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"wirefs/internal/door/catch"
+)
+
+// cmdRun is `wirefs run [options] -- CMD ARGS…`: CMD and its descendants
+// see the namespace at --prefix through the catcher door, with no mount
+// visible and no privilege. It exits with CMD's status.
+func cmdRun(args []string) error {
+	fl := flag.NewFlagSet("run", flag.ContinueOnError)
+	fl.Usage = func() {
+		fmt.Fprint(fl.Output(), `Usage: wirefs run [options] -- CMD [ARGS...]
+
+Run CMD, and every process it starts, with the wirefs namespace visible at
+PREFIX (default /net): "cat /net/tcp/host:80", "exec 3<>/net/tcp/8000",
+"cat /net/dns/localhost". Nothing is mounted where the user can see it and
+no privilege is needed (seccomp user notification, Linux 5.14 or newer).
+wirefs run exits with CMD's status (128+N if signal N killed it).
+
+It is not a sandbox. Setuid programs run without their privilege under it.
+chdir into PREFIX, and creating, removing or renaming names there, are
+refused. Manual: docs/wirefs.md.
+
+Options:
+`)
+		fl.PrintDefaults()
+	}
+	prefix := fl.String("prefix", "/net", "where the namespace appears (absolute path)")
+	verbose := fl.Bool("v", false, "log debug messages to stderr")
+	logFile := fl.String("log", "", "append the log to this file instead of stderr")
+	syncWake := fl.Bool("sync-wake-up", true, "use the synchronous wake-up of Linux 6.6 (turn off only to measure it)")
+	var cfg nsConfig
+	cfg.addFlags(fl)
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fl.NArg() == 0 {
+		fl.Usage()
+		return errors.New("run: no command given")
+	}
+
+	// The log must not mix with CMD's output: by default only wirefs's
+	// own failures reach stderr.
+	var w io.Writer = os.Stderr
+	level := slog.LevelError
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w, level = f, slog.LevelInfo
+	}
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+
+	d := buildNamespace(cfg, log)
+	status, err := catch.Run(d.ns, catch.Options{
+		Prefix: *prefix, Args: fl.Args(), Log: log, NoSyncWakeUp: !*syncWake,
+	})
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	os.Exit(status)
+	return nil
+}

@@ -1,0 +1,108 @@
+package catch
+
+import (
+	"encoding/binary"
+	"syscall"
+	"testing"
+)
+
+// runBPF interprets the subset of classic BPF the filter uses, over a
+// struct seccomp_data.
+func runBPF(t *testing.T, prog []syscall.SockFilter, nr int32, arch uint32, args [6]uint64) uint32 {
+	t.Helper()
+	var data [64]byte
+	binary.LittleEndian.PutUint32(data[0:], uint32(nr))
+	binary.LittleEndian.PutUint32(data[4:], arch)
+	for i, a := range args {
+		binary.LittleEndian.PutUint64(data[16+8*i:], a)
+	}
+	var acc uint32
+	for pc := 0; pc < len(prog); pc++ {
+		in := prog[pc]
+		switch in.Code {
+		case bpfLdWAbs:
+			acc = binary.LittleEndian.Uint32(data[in.K:])
+		case bpfJmpJeqK, bpfJmpJgeK, bpfJmpJsetK:
+			var cond bool
+			switch in.Code {
+			case bpfJmpJeqK:
+				cond = acc == in.K
+			case bpfJmpJgeK:
+				cond = acc >= in.K
+			default:
+				cond = acc&in.K != 0
+			}
+			if cond {
+				pc += int(in.Jt)
+			} else {
+				pc += int(in.Jf)
+			}
+		case bpfJmpJa:
+			pc += int(in.K)
+		case bpfRetK:
+			return in.K
+		default:
+			t.Fatalf("unexpected BPF code %#x at %d", in.Code, pc)
+		}
+	}
+	t.Fatal("fell off the end of the program")
+	return 0
+}
+
+func TestFilter(t *testing.T) {
+	prog := buildFilter(trappedNumbers())
+	if len(prog) > 255 {
+		t.Fatalf("program of %d instructions", len(prog))
+	}
+	var none [6]uint64
+	for nr, c := range calls {
+		if got := runBPF(t, prog, int32(nr), auditArchX8664, none); got != retUserNotif {
+			t.Errorf("%s (%d): %#x, want USER_NOTIF", c.name, nr, got)
+		}
+	}
+	for _, nr := range []int32{syscall.SYS_READ, syscall.SYS_WRITE, syscall.SYS_CLOSE, syscall.SYS_FSTAT, syscall.SYS_GETDENTS64, syscall.SYS_MMAP, 500} {
+		if got := runBPF(t, prog, nr, auditArchX8664, none); got != retAllow {
+			t.Errorf("%d: %#x, want ALLOW", nr, got)
+		}
+	}
+	// x32 calls would slip past the numbers: ENOSYS.
+	if got := runBPF(t, prog, x32SyscallBit|syscall.SYS_OPENAT, auditArchX8664, none); got != retErrno|uint32(syscall.ENOSYS) {
+		t.Errorf("x32 openat: %#x", got)
+	}
+	// i386 (int 0x80): allowed, documented.
+	if got := runBPF(t, prog, 5, 0x40000003, none); got != retAllow {
+		t.Errorf("i386 open: %#x", got)
+	}
+	// fstat as newfstatat(fd, "", AT_EMPTY_PATH) and statx likewise do
+	// not trap; with AT_FDCWD or without AT_EMPTY_PATH they do.
+	fd := uint64(3)
+	cwd := uint64(0xffffffffffffff9c)
+	for _, tc := range []struct {
+		nr   int32
+		args [6]uint64
+		want uint32
+	}{
+		{syscall.SYS_NEWFSTATAT, [6]uint64{fd, 0, 0, atEmptyPath}, retAllow},
+		{syscall.SYS_NEWFSTATAT, [6]uint64{fd, 0, 0, atEmptyPath | atSymlinkNofollow}, retAllow},
+		{syscall.SYS_NEWFSTATAT, [6]uint64{cwd, 0, 0, atEmptyPath}, retUserNotif},
+		{syscall.SYS_NEWFSTATAT, [6]uint64{fd, 0, 0, 0}, retUserNotif},
+		{sysStatx, [6]uint64{fd, 0, atEmptyPath, 0x7ff}, retAllow},
+		{sysStatx, [6]uint64{cwd, 0, atEmptyPath, 0x7ff}, retUserNotif},
+		{sysStatx, [6]uint64{fd, 0, 0, 0x7ff}, retUserNotif},
+	} {
+		if got := runBPF(t, prog, tc.nr, auditArchX8664, tc.args); got != tc.want {
+			t.Errorf("%d %x: %#x, want %#x", tc.nr, tc.args, got, tc.want)
+		}
+	}
+}
+
+func TestSyscallTable(t *testing.T) {
+	for nr, c := range calls {
+		if c.path < 0 || c.path > 5 || c.dirfd > 5 {
+			t.Errorf("%s (%d): bad argument positions", c.name, nr)
+		}
+		if c.kind == kTwo && (c.path2 <= 0 || c.path2 > 5) {
+			t.Errorf("%s: no second path", c.name)
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package catch
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+)
+
+const (
+	pageSize = 4096
+	pathMax  = 4096
+)
+
+// readRemote reads len(buf) bytes at addr of process pid with
+// process_vm_readv, splitting the remote range at page boundaries so that a
+// string ending just before an unmapped page still reads. It returns how
+// many bytes it got.
+func readRemote(pid uint32, addr uint64, buf []byte) (int, error) {
+	// Remote addresses are not Go pointers: an iovec of plain integers.
+	var remote [3]struct{ base, len uint64 }
+	n := 0
+	for off := 0; off < len(buf) && n < len(remote); n++ {
+		a := addr + uint64(off)
+		chunk := pageSize - int(a%pageSize)
+		if chunk > len(buf)-off {
+			chunk = len(buf) - off
+		}
+		remote[n].base, remote[n].len = a, uint64(chunk)
+		off += chunk
+	}
+	local := syscall.Iovec{Base: &buf[0]}
+	local.SetLen(len(buf))
+	r, _, e := syscall.Syscall6(sysProcessVMReadv, uintptr(pid),
+		uintptr(unsafe.Pointer(&local)), 1,
+		uintptr(unsafe.Pointer(&remote[0])), uintptr(n), 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
+// readPath reads the NUL-terminated path at addr in process pid. A short
+// first read covers nearly every path; long ones take a second read.
+func readPath(pid uint32, addr uint64) (string, error) {
+	if addr == 0 {
+		return "", syscall.EFAULT
+	}
+	var small [256]byte
+	n, err := readRemote(pid, addr, small[:])
+	if err != nil {
+		return "", err
+	}
+	if i := bytes.IndexByte(small[:n], 0); i >= 0 {
+		return string(small[:i]), nil
+	}
+	if n < len(small) {
+		return "", syscall.EFAULT
+	}
+	big := make([]byte, pathMax)
+	n, err = readRemote(pid, addr, big)
+	if err != nil {
+		return "", err
+	}
+	if i := bytes.IndexByte(big[:n], 0); i >= 0 {
+		return string(big[:i]), nil
+	}
+	if n < len(big) {
+		return "", syscall.EFAULT
+	}
+	return "", syscall.ENAMETOOLONG
+}
+
+// procPath is /proc/TID/rest; thread ids have (unlisted) /proc entries.
+func procPath(tid uint32, rest string) string {
+	return "/proc/" + strconv.FormatUint(uint64(tid), 10) + "/" + rest
+}
+
+// baseDir is the directory a relative path of thread tid starts from:
+// its working directory, or the directory open as dirfd.
+func baseDir(tid uint32, dirfd int32) (string, error) {
+	if dirfd == atFDCWD {
+		return os.Readlink(procPath(tid, "cwd"))
+	}
+	if dirfd < 0 {
+		return "", syscall.EBADF
+	}
+	return os.Readlink(procPath(tid, "fd/"+strconv.Itoa(int(dirfd))))
+}
+
+const atFDCWD = -100
+
+// creds reads the filesystem uid and gid of thread tid, the identity
+// the kernel would check (the FUSE door sees the same ones).
+func creds(tid uint32) (uid, gid uint32, err error) {
+	b, err := os.ReadFile(procPath(tid, "status"))
+	if err != nil {
+		return 0, 0, err
+	}
+	field := func(name string) uint32 {
+		i := bytes.Index(b, []byte("\n"+name+":"))
+		if i < 0 {
+			return 0
+		}
+		line := b[i+len(name)+2:]
+		if j := bytes.IndexByte(line, '\n'); j >= 0 {
+			line = line[:j]
+		}
+		f := strings.Fields(string(line))
+		if len(f) < 4 {
+			return 0
+		}
+		v, _ := strconv.ParseUint(f[3], 10, 32) // real, effective, saved, fs
+		return uint32(v)
+	}
+	return field("Uid"), field("Gid"), nil
+}

@@ -1,0 +1,178 @@
+package catch
+
+import (
+	"strconv"
+	"syscall"
+	"unsafe"
+)
+
+// Kernel ABI of seccomp user notification (linux/seccomp.h). Debian 12's
+// headers predate some of it (SYNC_WAKE_UP is Linux 6.6), so everything is
+// defined here.
+const (
+	sysSeccomp         = 317
+	sysProcessVMReadv  = 310
+	seccompSetModeFilt = 1
+	seccompGetNotifSz  = 3
+
+	filterFlagNewListener = 1 << 3
+
+	retKillProcess = 0x80000000
+	retErrno       = 0x00050000
+	retUserNotif   = 0x7fc00000
+	retAllow       = 0x7fff0000
+
+	auditArchX8664 = 0xc000003e
+	x32SyscallBit  = 0x40000000
+
+	notifFlagContinue = 1 // SECCOMP_USER_NOTIF_FLAG_CONTINUE
+	addfdFlagSend     = 1 << 1
+	fdSyncWakeUp      = 1 // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+
+	// ioctls: _IOWR('!', 0, struct seccomp_notif) and friends.
+	ioctlNotifRecv     = 0xc0502100
+	ioctlNotifSend     = 0xc0182101
+	ioctlNotifIDValid  = 0x40082102
+	ioctlNotifAddfd    = 0x40182103
+	ioctlNotifSetFlags = 0x40082104
+
+	prSetNoNewPrivs    = 38
+	prSetChildSubreap  = 36
+	bpfLdWAbs          = 0x20
+	bpfJmpJeqK         = 0x15
+	bpfJmpJgeK         = 0x35
+	bpfJmpJsetK        = 0x45
+	bpfJmpJa           = 0x05
+	bpfRetK            = 0x06
+	seccompDataNrOff   = 0
+	seccompDataArchOff = 4
+)
+
+// notif is struct seccomp_notif (80 bytes on every kernel so far; the
+// receive buffer is sized from SECCOMP_GET_NOTIF_SIZES all the same).
+type notif struct {
+	ID    uint64
+	Pid   uint32
+	Flags uint32
+	Nr    int32
+	Arch  uint32
+	IP    uint64
+	Args  [6]uint64
+}
+
+// notifResp is struct seccomp_notif_resp.
+type notifResp struct {
+	ID    uint64
+	Val   int64
+	Error int32
+	Flags uint32
+}
+
+// notifAddfd is struct seccomp_notif_addfd.
+type notifAddfd struct {
+	ID         uint64
+	Flags      uint32
+	Srcfd      uint32
+	Newfd      uint32
+	NewfdFlags uint32
+}
+
+func ioctl(fd int, req uintptr, arg uintptr) (uintptr, syscall.Errno) {
+	r, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), req, arg)
+	return r, e
+}
+
+// notifSizes returns the kernel's size of struct seccomp_notif.
+func notifSizes() (int, error) {
+	var sz [3]uint16
+	_, _, e := syscall.RawSyscall(sysSeccomp, seccompGetNotifSz, 0, uintptr(unsafe.Pointer(&sz[0])))
+	if e != 0 {
+		return 0, e
+	}
+	return int(sz[0]), nil
+}
+
+// fdOnly lists calls whose AT_EMPTY_PATH form on a real descriptor
+// (glibc's fstat is newfstatat(fd, "", AT_EMPTY_PATH)) is let through by
+// the filter itself: it names the descriptor, not a path, and is by far
+// the most frequent form. Value: the argument index of the flags.
+var fdOnly = map[int]int{
+	262 /* newfstatat */ : 3,
+	332 /* statx */ :      2,
+}
+
+// buildFilter returns the BPF program: x86-64 calls in trapped are sent to
+// the listener, x32 calls fail with ENOSYS (they would slip past the
+// numbers below), and everything else, including 32-bit (i386) calls,
+// runs untouched. The filter reads only the architecture and the call
+// number (and, for fdOnly calls, two arguments), so the kernel's action
+// cache skips it entirely for all other calls.
+func buildFilter(trapped []int) []syscall.SockFilter {
+	type ins struct {
+		f      syscall.SockFilter
+		jt, jf string // label targets, "" = next
+	}
+	var prog []ins
+	labels := map[string]int{}
+	label := func(l string) { labels[l] = len(prog) }
+	stmt := func(code uint16, k uint32) { prog = append(prog, ins{f: syscall.SockFilter{Code: code, K: k}}) }
+	jump := func(code uint16, k uint32, jt, jf string) {
+		prog = append(prog, ins{f: syscall.SockFilter{Code: code, K: k}, jt: jt, jf: jf})
+	}
+	argLo := func(i int) uint32 { return uint32(16 + 8*i) } // low word, little endian
+
+	stmt(bpfLdWAbs, seccompDataArchOff)
+	jump(bpfJmpJeqK, auditArchX8664, "", "allow")
+	stmt(bpfLdWAbs, seccompDataNrOff)
+	jump(bpfJmpJgeK, x32SyscallBit, "enosys", "")
+	for _, nr := range trapped {
+		target := "notif"
+		if _, ok := fdOnly[nr]; ok {
+			target = "fdonly" + strconv.Itoa(nr)
+		}
+		jump(bpfJmpJeqK, uint32(nr), target, "")
+	}
+	// Jumps only go forward: the argument checks sit between the chain
+	// and the returns.
+	jump(bpfJmpJa, 0, "allow", "")
+	for _, nr := range trapped {
+		flagsArg, ok := fdOnly[nr]
+		if !ok {
+			continue
+		}
+		label("fdonly" + strconv.Itoa(nr))
+		stmt(bpfLdWAbs, argLo(0))
+		jump(bpfJmpJeqK, uint32(0xffffff9c) /* AT_FDCWD */, "notif", "")
+		stmt(bpfLdWAbs, argLo(flagsArg))
+		jump(bpfJmpJsetK, atEmptyPath, "allow", "notif")
+	}
+	label("allow")
+	stmt(bpfRetK, retAllow)
+	label("notif")
+	stmt(bpfRetK, retUserNotif)
+	label("enosys")
+	stmt(bpfRetK, retErrno|uint32(syscall.ENOSYS))
+
+	out := make([]syscall.SockFilter, len(prog))
+	for i, in := range prog {
+		out[i] = in.f
+		for _, j := range []struct {
+			l   string
+			dst *uint8
+		}{{in.jt, &out[i].Jt}, {in.jf, &out[i].Jf}} {
+			if j.l == "" {
+				continue
+			}
+			off := labels[j.l] - i - 1
+			if in.f.Code == bpfJmpJa {
+				out[i].K = uint32(off) // unconditional: the offset is K
+				break
+			}
+			if off < 0 || off > 255 {
+				panic("catch: BPF jump out of range")
+			}
+			*j.dst = uint8(off)
+		}
+	}
+	return out
+}

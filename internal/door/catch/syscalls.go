@@ -1,0 +1,139 @@
+package catch
+
+import "syscall"
+
+// kind says how a trapped call on a namespace path is answered.
+type kind int
+
+const (
+	kOpen     kind = iota // open, openat, openat2, creat: served, fd injected
+	kStat                 // stat, lstat, newfstatat: done on the private door, struct copied back
+	kStatx                // statx
+	kStatfs               // statfs
+	kAccess               // access, faccessat, faccessat2
+	kReadlink             // readlink, readlinkat
+	kExec                 // execve, execveat: EACCES (nothing in the namespace is executable)
+	kChdir                // chdir, chroot: ENOTSUP (a cwd cannot be set from outside)
+	kMutate               // mkdir, mknod, unlink, rmdir, symlink: EROFS
+	kTwo                  // rename*, link*: EXDEV across the boundary, EROFS inside
+	kSetattr              // truncate, chmod, chown, utime*: done on the private door
+	kXattr                // *xattr*: ENOTSUP, as on the mounted door
+)
+
+// call describes a trapped system call: which arguments hold its path and
+// directory descriptor (dirfd < 0: AT_FDCWD); path2/dirfd2 are the second
+// name of rename and link (kTwo only). An empty or NULL path (AT_EMPTY_PATH,
+// utimensat(fd, NULL)) names a descriptor, never a namespace path.
+type call struct {
+	name          string
+	kind          kind
+	dirfd, path   int
+	dirfd2, path2 int
+}
+
+// x86-64 numbers of calls the syscall package does not name.
+const (
+	sysOpenat2       = 437
+	sysFaccessat2    = 439
+	sysFchmodat2     = 452
+	sysStatx         = 332
+	sysExecveat      = 322
+	sysRenameat2     = 316
+	sysSetxattrat    = 463
+	sysGetxattrat    = 464
+	sysListxattrat   = 465
+	sysRemovexattrat = 466
+)
+
+// calls is the trapped set. It is deliberate:
+//
+//   - served: open, openat, openat2, creat (the namespace's open: an
+//     injected socket or an fd on the private FUSE door); stat, lstat,
+//     newfstatat, statx, statfs, access, faccessat, faccessat2, readlink,
+//     readlinkat (done on the private door, results written back);
+//     truncate, chmod, fchmodat, fchmodat2, chown, lchown, fchownat, utime,
+//     utimes, futimesat, utimensat (done on the private door, which
+//     accepts and ignores them, as the mounted door does);
+//   - refused with a clear errno: execve, execveat (EACCES); chdir, chroot
+//     (ENOTSUP: a supervisor cannot set another process's directory);
+//     mkdir(at), mknod(at), unlink(at), rmdir, symlink(at) (EROFS);
+//     rename, renameat, renameat2, link, linkat (EXDEV when one name is in
+//     the namespace, so mv copies; EROFS when both are); the xattr calls
+//     including the *xattrat calls of Linux 6.13 (ENOTSUP, as FUSE
+//     reports for a door without xattrs);
+//   - not trapped (a namespace path gets the kernel's ENOENT):
+//     inotify_add_watch, fanotify_mark, name_to_handle_at, mount and the
+//     new mount API, pivot_root, swapon, acct, uselib, quotactl, bind and
+//     connect on unix socket paths. Calls on descriptors (read, getdents,
+//     fstat, fchdir, mmap...) are never trapped: the descriptor is real.
+var calls = map[int]call{
+	syscall.SYS_OPEN:         {name: "open", kind: kOpen, dirfd: -1, path: 0},
+	syscall.SYS_OPENAT:       {name: "openat", kind: kOpen, dirfd: 0, path: 1},
+	sysOpenat2:               {name: "openat2", kind: kOpen, dirfd: 0, path: 1},
+	syscall.SYS_CREAT:        {name: "creat", kind: kOpen, dirfd: -1, path: 0},
+	syscall.SYS_STAT:         {name: "stat", kind: kStat, dirfd: -1, path: 0},
+	syscall.SYS_LSTAT:        {name: "lstat", kind: kStat, dirfd: -1, path: 0},
+	syscall.SYS_NEWFSTATAT:   {name: "newfstatat", kind: kStat, dirfd: 0, path: 1},
+	sysStatx:                 {name: "statx", kind: kStatx, dirfd: 0, path: 1},
+	syscall.SYS_STATFS:       {name: "statfs", kind: kStatfs, dirfd: -1, path: 0},
+	syscall.SYS_ACCESS:       {name: "access", kind: kAccess, dirfd: -1, path: 0},
+	syscall.SYS_FACCESSAT:    {name: "faccessat", kind: kAccess, dirfd: 0, path: 1},
+	sysFaccessat2:            {name: "faccessat2", kind: kAccess, dirfd: 0, path: 1},
+	syscall.SYS_READLINK:     {name: "readlink", kind: kReadlink, dirfd: -1, path: 0},
+	syscall.SYS_READLINKAT:   {name: "readlinkat", kind: kReadlink, dirfd: 0, path: 1},
+	syscall.SYS_EXECVE:       {name: "execve", kind: kExec, dirfd: -1, path: 0},
+	sysExecveat:              {name: "execveat", kind: kExec, dirfd: 0, path: 1},
+	syscall.SYS_CHDIR:        {name: "chdir", kind: kChdir, dirfd: -1, path: 0},
+	syscall.SYS_CHROOT:       {name: "chroot", kind: kChdir, dirfd: -1, path: 0},
+	syscall.SYS_MKDIR:        {name: "mkdir", kind: kMutate, dirfd: -1, path: 0},
+	syscall.SYS_MKDIRAT:      {name: "mkdirat", kind: kMutate, dirfd: 0, path: 1},
+	syscall.SYS_MKNOD:        {name: "mknod", kind: kMutate, dirfd: -1, path: 0},
+	syscall.SYS_MKNODAT:      {name: "mknodat", kind: kMutate, dirfd: 0, path: 1},
+	syscall.SYS_UNLINK:       {name: "unlink", kind: kMutate, dirfd: -1, path: 0},
+	syscall.SYS_UNLINKAT:     {name: "unlinkat", kind: kMutate, dirfd: 0, path: 1},
+	syscall.SYS_RMDIR:        {name: "rmdir", kind: kMutate, dirfd: -1, path: 0},
+	syscall.SYS_SYMLINK:      {name: "symlink", kind: kMutate, dirfd: -1, path: 1},
+	syscall.SYS_SYMLINKAT:    {name: "symlinkat", kind: kMutate, dirfd: 1, path: 2},
+	syscall.SYS_RENAME:       {name: "rename", kind: kTwo, dirfd: -1, path: 0, dirfd2: -1, path2: 1},
+	syscall.SYS_RENAMEAT:     {name: "renameat", kind: kTwo, dirfd: 0, path: 1, dirfd2: 2, path2: 3},
+	sysRenameat2:             {name: "renameat2", kind: kTwo, dirfd: 0, path: 1, dirfd2: 2, path2: 3},
+	syscall.SYS_LINK:         {name: "link", kind: kTwo, dirfd: -1, path: 0, dirfd2: -1, path2: 1},
+	syscall.SYS_LINKAT:       {name: "linkat", kind: kTwo, dirfd: 0, path: 1, dirfd2: 2, path2: 3},
+	syscall.SYS_TRUNCATE:     {name: "truncate", kind: kSetattr, dirfd: -1, path: 0},
+	syscall.SYS_CHMOD:        {name: "chmod", kind: kSetattr, dirfd: -1, path: 0},
+	syscall.SYS_FCHMODAT:     {name: "fchmodat", kind: kSetattr, dirfd: 0, path: 1},
+	sysFchmodat2:             {name: "fchmodat2", kind: kSetattr, dirfd: 0, path: 1},
+	syscall.SYS_CHOWN:        {name: "chown", kind: kSetattr, dirfd: -1, path: 0},
+	syscall.SYS_LCHOWN:       {name: "lchown", kind: kSetattr, dirfd: -1, path: 0},
+	syscall.SYS_FCHOWNAT:     {name: "fchownat", kind: kSetattr, dirfd: 0, path: 1},
+	syscall.SYS_UTIME:        {name: "utime", kind: kSetattr, dirfd: -1, path: 0},
+	syscall.SYS_UTIMES:       {name: "utimes", kind: kSetattr, dirfd: -1, path: 0},
+	syscall.SYS_FUTIMESAT:    {name: "futimesat", kind: kSetattr, dirfd: 0, path: 1},
+	syscall.SYS_UTIMENSAT:    {name: "utimensat", kind: kSetattr, dirfd: 0, path: 1},
+	syscall.SYS_SETXATTR:     {name: "setxattr", kind: kXattr, dirfd: -1, path: 0},
+	syscall.SYS_LSETXATTR:    {name: "lsetxattr", kind: kXattr, dirfd: -1, path: 0},
+	syscall.SYS_GETXATTR:     {name: "getxattr", kind: kXattr, dirfd: -1, path: 0},
+	syscall.SYS_LGETXATTR:    {name: "lgetxattr", kind: kXattr, dirfd: -1, path: 0},
+	syscall.SYS_LISTXATTR:    {name: "listxattr", kind: kXattr, dirfd: -1, path: 0},
+	syscall.SYS_LLISTXATTR:   {name: "llistxattr", kind: kXattr, dirfd: -1, path: 0},
+	syscall.SYS_REMOVEXATTR:  {name: "removexattr", kind: kXattr, dirfd: -1, path: 0},
+	syscall.SYS_LREMOVEXATTR: {name: "lremovexattr", kind: kXattr, dirfd: -1, path: 0},
+	sysSetxattrat:            {name: "setxattrat", kind: kXattr, dirfd: 0, path: 1},
+	sysGetxattrat:            {name: "getxattrat", kind: kXattr, dirfd: 0, path: 1},
+	sysListxattrat:           {name: "listxattrat", kind: kXattr, dirfd: 0, path: 1},
+	sysRemovexattrat:         {name: "removexattrat", kind: kXattr, dirfd: 0, path: 1},
+}
+
+// trappedNumbers lists the numbers of calls, sorted.
+func trappedNumbers() []int {
+	out := make([]int, 0, len(calls))
+	for nr := range calls {
+		out = append(out, nr)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
