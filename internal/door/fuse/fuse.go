@@ -36,7 +36,7 @@ func Mount(dir string, n *ns.Namespace, o Options) (*fuse.Server, error) {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real // /proc shows descriptors under the real path
 	}
-	root := &node{n: n.Root(), o: &o, d: &door{mnt: dir, inos: map[ns.Handle]uint64{}}}
+	root := &node{n: n.Root(), o: &o, d: newDoor(dir)}
 	return fs.Mount(dir, root, &fs.Options{
 		EntryTimeout:    &zero, // per node, in Lookup/Getattr
 		AttrTimeout:     &zero,
@@ -147,11 +147,15 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	t := n.timeout(child)
 	out.SetEntryTimeout(t)
 	out.SetAttrTimeout(t)
-	if !volatile(child) {
-		// Reuse the inode of a stable node so the kernel keeps its caches.
-		if old := n.GetChild(name); old != nil && old.StableAttr().Mode == stableMode(a) {
-			return old, 0
-		}
+	// Reuse the inode a name already has, so that the kernel's dentry
+	// stays valid (one LOOKUP per open, not two) and its caches live on —
+	// except for a network name whose inode has open handles: each open
+	// of such a name gets an inode of its own, because holds() tells open
+	// files apart by inode. Endpoint nodes are made from the name alone,
+	// so the old node is as good as the new one.
+	if old := n.GetChild(name); old != nil && old.StableAttr().Mode == stableMode(a) &&
+		(!volatile(child) || n.d.idle(old.StableAttr().Ino)) {
+		return old, 0
 	}
 	return n.NewInode(ctx, &node{n: child, o: n.o, d: n.d}, fs.StableAttr{Mode: stableMode(a)}), 0
 }
@@ -216,15 +220,17 @@ func (n *node) open(ctx context.Context, target ns.Node, ino uint64, name string
 	if err != nil {
 		return nil, 0, n.fail("open", name, err)
 	}
-	fh := &handle{h: h, n: n}
+	fh := &handle{h: h, n: n, ino: ino}
 	n.d.opened(h, ino)
 	if _, seekable := h.(ns.ReaderAt); seekable {
 		return fh, fuse.FOPEN_DIRECT_IO, 0
 	}
 	// Streams: no page cache, no file position, and reads and writes on
 	// one open file run in parallel (a blocked read must not hold up a
-	// write on the same descriptor, as in the chat server).
-	return fh, fuse.FOPEN_DIRECT_IO | fuse.FOPEN_STREAM | fuse.FOPEN_NONSEEKABLE | fuse.FOPEN_PARALLEL_DIRECT_WRITES, 0
+	// write on the same descriptor, as in the chat server). Closing a
+	// descriptor has nothing to flush, so the kernel need not ask.
+	return fh, fuse.FOPEN_DIRECT_IO | fuse.FOPEN_STREAM | fuse.FOPEN_NONSEEKABLE |
+		fuse.FOPEN_PARALLEL_DIRECT_WRITES | fuse.FOPEN_NOFLUSH, 0
 }
 
 // Create is open with O_CREAT on a name the kernel has not looked up yet:
@@ -246,8 +252,9 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 
 // handle serves an open namespace handle.
 type handle struct {
-	h ns.Handle
-	n *node
+	h   ns.Handle
+	n   *node
+	ino uint64 // the inode it was opened on
 }
 
 var (
@@ -291,7 +298,7 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 func (h *handle) Flush(ctx context.Context) syscall.Errno { return 0 }
 
 func (h *handle) Release(ctx context.Context) syscall.Errno {
-	h.n.d.released(h.h)
+	h.n.d.released(h.h, h.ino)
 	if err := h.h.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
 		h.n.o.Log.Debug("close", "path", h.n.Path(nil), "err", err)
 	}

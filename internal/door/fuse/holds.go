@@ -12,56 +12,105 @@ import (
 )
 
 // door is the state of one mount that answers ns.Caller.Holds: which
-// inode each open handle was opened on, and where the mount is.
+// inode each open handle was opened on, how many handles each inode has,
+// and where the mount is.
 type door struct {
-	mnt  string
-	mu   sync.Mutex
-	inos map[ns.Handle]uint64
+	mnt   string
+	mu    sync.Mutex
+	inos  map[ns.Handle]uint64
+	opens map[uint64]int // inode -> open handles
+	// hints remembers the descriptor through which a process was last
+	// found holding a handle, so that a server process reopening its
+	// file in a loop costs one descriptor check, not a scan of all its
+	// descriptors (which grow with every client it keeps open).
+	hints map[holdKey]string
 }
+
+type holdKey struct {
+	pid uint32
+	h   ns.Handle
+}
+
+func newDoor(mnt string) *door {
+	return &door{mnt: mnt, inos: map[ns.Handle]uint64{}, opens: map[uint64]int{}, hints: map[holdKey]string{}}
+}
+
+func comparable(h ns.Handle) bool { return reflect.TypeOf(h).Comparable() }
 
 func (d *door) opened(h ns.Handle, ino uint64) {
-	if !reflect.TypeOf(h).Comparable() {
-		return // cannot be a map key; nobody can ask about it either
-	}
 	d.mu.Lock()
-	d.inos[h] = ino
-	d.mu.Unlock()
+	defer d.mu.Unlock()
+	d.opens[ino]++
+	if comparable(h) { // others cannot be map keys; nobody can ask about them either
+		d.inos[h] = ino
+	}
 }
 
-func (d *door) released(h ns.Handle) {
-	if !reflect.TypeOf(h).Comparable() {
-		return
-	}
+func (d *door) released(h ns.Handle, ino uint64) {
 	d.mu.Lock()
-	delete(d.inos, h)
-	d.mu.Unlock()
+	defer d.mu.Unlock()
+	if d.opens[ino]--; d.opens[ino] <= 0 {
+		delete(d.opens, ino)
+	}
+	if comparable(h) {
+		delete(d.inos, h)
+		for k := range d.hints {
+			if k.h == h {
+				delete(d.hints, k)
+			}
+		}
+	}
+}
+
+// idle reports whether no handle is open on inode ino.
+func (d *door) idle(ino uint64) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.opens[ino] == 0
 }
 
 // holds reports whether process (or thread) pid has a descriptor open on
-// the inode where h was opened. Every open of a network name gets an inode
-// of its own, so the inode identifies the open file. It reads
-// /proc/PID/fd links (no request to this file system) and, for those under
-// the mount, the ino line of /proc/PID/fdinfo.
+// the inode where h was opened. While a handle is open its inode is its
+// own (Lookup gives a name a fresh inode when the old one is in use), so
+// the inode identifies the open file. It reads /proc/PID/fd links (no
+// request to this file system) and, for those under the mount, the ino
+// line of /proc/PID/fdinfo.
 func (d *door) holds(pid uint32, h ns.Handle) bool {
+	if pid == 0 || !comparable(h) {
+		return false
+	}
+	key := holdKey{pid, h}
 	d.mu.Lock()
 	ino, ok := d.inos[h]
+	hint, hinted := d.hints[key]
 	d.mu.Unlock()
-	if !ok || pid == 0 {
+	if !ok {
 		return false
 	}
 	dir := "/proc/" + strconv.FormatUint(uint64(pid), 10)
+	want := []byte("ino:\t" + strconv.FormatUint(ino, 10) + "\n")
+	has := func(fd string) bool {
+		target, err := os.Readlink(dir + "/fd/" + fd)
+		if err != nil || !strings.HasPrefix(target, d.mnt+"/") {
+			return false
+		}
+		info, err := os.ReadFile(dir + "/fdinfo/" + fd)
+		return err == nil && bytes.Contains(info, want)
+	}
+	if hinted && has(hint) {
+		return true
+	}
 	ents, err := os.ReadDir(dir + "/fd")
 	if err != nil {
 		return false
 	}
-	want := []byte("ino:\t" + strconv.FormatUint(ino, 10) + "\n")
 	for _, e := range ents {
-		target, err := os.Readlink(dir + "/fd/" + e.Name())
-		if err != nil || !strings.HasPrefix(target, d.mnt+"/") {
-			continue
-		}
-		info, err := os.ReadFile(dir + "/fdinfo/" + e.Name())
-		if err == nil && bytes.Contains(info, want) {
+		if has(e.Name()) {
+			d.mu.Lock()
+			if _, open := d.inos[h]; open {
+				d.hints[key] = e.Name()
+			}
+			d.mu.Unlock()
 			return true
 		}
 	}
