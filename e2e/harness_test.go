@@ -144,6 +144,13 @@ func (m *Mount) P(name string) string { return filepath.Join(m.Dir, name) }
 // ends. It checks that a successful mount prints nothing.
 func mount(t *testing.T, extra ...string) *Mount {
 	t.Helper()
+	return mountEnv(t, nil, extra...)
+}
+
+// mountEnv is mount with extra environment variables for the daemon
+// (HOME, for the remote-file tests).
+func mountEnv(t *testing.T, env []string, extra ...string) *Mount {
+	t.Helper()
 	needFUSE(t)
 	dir, err := os.MkdirTemp(baseDir, "mnt-")
 	if err != nil {
@@ -155,6 +162,7 @@ func mount(t *testing.T, extra ...string) *Mount {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, wirefsBin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = time.Second

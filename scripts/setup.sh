@@ -5,7 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pkgs=(fuse3 socat iproute2 gcc make python3 procps psmisc util-linux)
+# The servers are the real peers the remote-file tests start on loopback
+# (each with its own throwaway configuration); sshfs, rclone, httpdirfs and
+# proot are the peers the benchmarks compare against.
+pkgs=(fuse3 socat iproute2 gcc make python3 procps psmisc util-linux
+	openssh-server openssh-client vsftpd nginx-light diod
+	sshfs rclone httpdirfs proot)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -14,6 +19,16 @@ if ((${#missing[@]})); then
 	sudo=
 	[ "$(id -u)" = 0 ] || sudo=sudo
 	echo "setup: installing ${missing[*]}" >&2
+	# Installing a server must not start it as a system service listening
+	# on every address: tests start their own on loopback. policy-rc.d is
+	# Debian's switch for that; ours is removed afterwards.
+	policy=
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		policy=/usr/sbin/policy-rc.d
+		printf '#!/bin/sh\nexit 101\n' | $sudo tee $policy >/dev/null
+		$sudo chmod 755 $policy
+		trap '$sudo rm -f $policy' EXIT
+	fi
 	for try in 1 2 3; do
 		$sudo apt-get update -qq &&
 			DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null &&

@@ -63,7 +63,12 @@ func cmdMount(args []string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 
-	d := buildNamespace(cfg, log)
+	d, err := buildNamespace(cfg, log)
+	if err != nil {
+		ready(err)
+		return err
+	}
+	defer d.close(log)
 	srv, err := fusedoor.Mount(mnt, d.ns, fusedoor.Options{
 		AllowOther: *allowOther, AttrTimeout: time.Second, DebugFUSE: *debugFUSE, Log: log,
 	})
@@ -71,6 +76,7 @@ func cmdMount(args []string) error {
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", mnt, err)
 	}
+	d.onDrop(srv.DropKernelCaches)
 	log.Info("mounted", "mountpoint", mnt, "pid", os.Getpid())
 
 	sigs := make(chan os.Signal, 1)

@@ -1,14 +1,29 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
+	"wirefs/internal/cache"
+	"wirefs/internal/config"
 	"wirefs/internal/ns"
 	"wirefs/internal/provider/ctl"
 	"wirefs/internal/provider/dns"
+	"wirefs/internal/provider/ftp"
+	"wirefs/internal/provider/http"
 	"wirefs/internal/provider/netstream"
+	"wirefs/internal/provider/ninep"
+	"wirefs/internal/provider/sftp"
+	"wirefs/internal/remote"
 	"wirefs/internal/resolve"
 )
 
@@ -17,30 +32,189 @@ import (
 type nsConfig struct {
 	connectTimeout time.Duration
 	dnsTTL         time.Duration
+	cacheDir       string
+	cacheSize      string
+	configFile     string
+	readTimeout    time.Duration
+	tRead          time.Duration
+	tWrite         time.Duration
+	acceptNewKeys  bool
 }
 
 func (c *nsConfig) addFlags(fl *flag.FlagSet) {
-	fl.DurationVar(&c.connectTimeout, "connect-timeout", 30*time.Second, "bound on a TCP connect")
+	fl.DurationVar(&c.connectTimeout, "connect-timeout", 30*time.Second, "bound on establishing a connection (TCP connect, server login)")
 	fl.DurationVar(&c.dnsTTL, "dns-ttl", 60*time.Second, "how long resolved names are cached")
+	fl.StringVar(&c.cacheDir, "cache-dir", "", "where remote files are cached (default $XDG_CACHE_HOME/wirefs, ~/.cache/wirefs)")
+	fl.StringVar(&c.cacheSize, "cache-size", "10g", "bound on the clean data kept in the cache (k, m, g suffixes)")
+	fl.StringVar(&c.configFile, "config", "", "mount-point file (default $XDG_CONFIG_HOME/wirefs/mounts, ~/.config/wirefs/mounts)")
+	fl.DurationVar(&c.readTimeout, "read-timeout", 30*time.Second, "a remote server that makes no progress for this long fails the call (ETIMEDOUT)")
+	fl.DurationVar(&c.tRead, "t-read", 30*time.Second, "remote files: attributes and data are trusted this long after validation")
+	fl.DurationVar(&c.tWrite, "t-write", 0, "remote files: write back this long after close (0: before close returns)")
+	fl.BoolVar(&c.acceptNewKeys, "accept-new-host-keys", false, "sftp: add unknown host keys to known_hosts (changed keys are always refused)")
 }
 
 // daemonNamespace is the namespace and the caches a signal can drop.
 type daemonNamespace struct {
 	ns       *ns.Namespace
 	resolver *resolve.Resolver
+	files    *cache.Cache
+	// kernel drops what a door's kernel side cached; set once a door runs.
+	mu     sync.Mutex
+	kernel func()
 }
 
-// buildNamespace mounts the providers at their implicit roots.
-func buildNamespace(c nsConfig, log *slog.Logger) daemonNamespace {
+// dialers are the remote-file protocols by namespace root.
+var dialers = map[string]struct {
+	dial remote.Dialer
+	tls  bool
+}{
+	"http":  {http.Dial, false},
+	"https": {http.Dial, true},
+	"ftp":   {ftp.Dial, false},
+	"ftps":  {ftp.Dial, true},
+	"sftp":  {sftp.Dial, false},
+	"9p":    {ninep.Dial, false},
+}
+
+// buildNamespace mounts the providers at their implicit roots and the
+// user's mount points from the config file.
+func buildNamespace(c nsConfig, log *slog.Logger) (*daemonNamespace, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil, fmt.Errorf("no home directory: %v", err)
+	}
+	limit, err := config.ParseSize(c.cacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("--cache-size %q: %v", c.cacheSize, err)
+	}
+	dir := c.cacheDir
+	if dir == "" {
+		if dir, err = os.UserCacheDir(); err != nil {
+			return nil, err
+		}
+		dir = filepath.Join(dir, "wirefs")
+	}
+	files, err := cache.New(dir, limit, log)
+	if err != nil {
+		return nil, fmt.Errorf("cache %s: %v", dir, err)
+	}
+	file, required := c.configFile, c.configFile != ""
+	if file == "" {
+		file = config.DefaultFile(home)
+	}
+	mounts, err := config.Load(file, required)
+	if err != nil {
+		return nil, err
+	}
+
 	res := resolve.New(c.dnsTTL)
 	streams := netstream.New(res, c.connectTimeout, log)
-	n := ns.New()
-	n.Mount("tcp", streams.TCP())
-	n.Mount("udp", streams.UDP())
-	n.Mount("dns", dns.Dir(res))
-	n.Mount(".wirefs", ctl.Dir(streams.Live))
-	return daemonNamespace{ns: n, resolver: res}
+	d := &daemonNamespace{ns: ns.New(), resolver: res, files: files}
+	d.ns.Mount("tcp", streams.TCP())
+	d.ns.Mount("udp", streams.UDP())
+	d.ns.Mount("dns", dns.Dir(res))
+	d.ns.Mount(".wirefs", ctl.Dir(streams.Live, d.dropCaches))
+
+	defaults := config.Options{}
+	servers := map[string]ns.Dir{}
+	for scheme, p := range dialers {
+		servers[scheme] = files.Servers(scheme, p.dial, c.remoteOptions(home, p.tls, defaults, log), c.cacheOptions(defaults))
+		d.ns.Mount(scheme, servers[scheme])
+	}
+	for _, m := range mounts {
+		// A mount with options of its own gets sessions of its own.
+		root := servers[m.Root.Scheme]
+		if len(m.Opts.Set) > 0 {
+			p := dialers[m.Root.Scheme]
+			root = files.Servers(m.Root.Scheme+"@"+m.Prefix, p.dial, c.remoteOptions(home, p.tls, m.Opts, log), c.cacheOptions(m.Opts))
+		}
+		d.ns.Mount(m.Prefix, ns.Alias(root, m.Root.Server+m.Root.Path))
+		log.Debug("mount point", "prefix", "/"+m.Prefix, "root", m.Root.String(), "line", m.Line)
+	}
+	return d, nil
 }
 
-// dropCaches forgets every cached answer (SIGHUP).
-func (d daemonNamespace) dropCaches() { d.resolver.Flush() }
+func (c nsConfig) cacheOptions(o config.Options) cache.Options {
+	co := cache.Options{TRead: c.tRead, TWrite: c.tWrite, AgePercent: o.AgePercent,
+		DirTTL: o.DirTTL, ReadAhead: o.ReadAhead, ReadOnly: o.ReadOnly}
+	if o.Set["t_read"] {
+		co.TRead = o.TRead
+	}
+	if o.Set["t_write"] {
+		co.TWrite = o.TWrite
+	}
+	// In the cache a zero field means its default and a negative one
+	// means none; here 0 says "none" (validate on every open).
+	for _, f := range []struct {
+		d   *time.Duration
+		set bool
+	}{{&co.TRead, true}, {&co.DirTTL, o.Set["dir_ttl"]}} {
+		if f.set && *f.d == 0 {
+			*f.d = -1
+		}
+	}
+	if o.Set["read_ahead"] && co.ReadAhead == 0 {
+		co.ReadAhead = -1
+	}
+	return co
+}
+
+func (c nsConfig) remoteOptions(home string, tls bool, o config.Options, log *slog.Logger) remote.Options {
+	ro := remote.Options{Log: log, ConnectTimeout: c.connectTimeout, Timeout: c.readTimeout,
+		Home: home, TLS: tls, AcceptNewHostKeys: c.acceptNewKeys || o.AcceptNewHostKeys, Askpass: askpass}
+	if o.Set["read_timeout"] {
+		ro.Timeout = o.ReadTimeout
+	}
+	if o.Set["connect_timeout"] {
+		ro.ConnectTimeout = o.ConnectTimeout
+	}
+	return ro
+}
+
+// askpass asks the program named by $WIREFS_ASKPASS (or $SSH_ASKPASS), as
+// ssh does: the prompt is its argument, the secret its output. Without
+// one, nothing is asked: the daemon has no terminal.
+func askpass(prompt string) (string, error) {
+	prog := os.Getenv("WIREFS_ASKPASS")
+	if prog == "" {
+		prog = os.Getenv("SSH_ASKPASS")
+	}
+	if prog == "" {
+		return "", errors.New("no password source (set WIREFS_ASKPASS to a program that prints it, or use ~/.netrc or ssh keys)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, prog, prompt).Output()
+	if err != nil {
+		return "", fmt.Errorf("askpass %s: %v", prog, err)
+	}
+	return strings.TrimRight(string(out), "\r\n"), nil
+}
+
+// onDrop registers what a door's kernel side must forget when caches drop.
+func (d *daemonNamespace) onDrop(kernel func()) {
+	d.mu.Lock()
+	d.kernel = kernel
+	d.mu.Unlock()
+}
+
+// dropCaches forgets every cached answer (SIGHUP, .wirefs/drop-caches):
+// names, remote files' attributes, listings and validations, and what the
+// kernel cached of them.
+func (d *daemonNamespace) dropCaches() {
+	d.resolver.Flush()
+	d.files.Drop()
+	d.mu.Lock()
+	kernel := d.kernel
+	d.mu.Unlock()
+	if kernel != nil {
+		kernel()
+	}
+}
+
+// close writes back what is pending and ends remote sessions.
+func (d *daemonNamespace) close(log *slog.Logger) {
+	if err := d.files.Close(); err != nil {
+		log.Warn("closing the cache", "err", err)
+	}
+}

@@ -68,10 +68,14 @@ Options:
 	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 
-	d := buildNamespace(cfg, log)
+	d, err := buildNamespace(cfg, log)
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
 	status, err := catch.Run(d.ns, catch.Options{
 		Prefix: *prefix, Args: fl.Args(), Log: log, NoSyncWakeUp: !*syncWake,
 	})
+	d.close(log)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}

@@ -63,7 +63,7 @@ func supervise(args []string) int {
 	n.Mount("tcp", streams.TCP())
 	n.Mount("udp", streams.UDP())
 	n.Mount("dns", dns.Dir(res))
-	n.Mount(".wirefs", ctl.Dir(streams.Live))
+	n.Mount(".wirefs", ctl.Dir(streams.Live, nil))
 	status, err := catch.Run(n, catch.Options{Args: args, Log: log, RuntimeDir: os.Getenv(rtEnv)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "wirefs run:", err)

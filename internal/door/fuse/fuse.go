@@ -27,8 +27,14 @@ type Options struct {
 	Log         *slog.Logger
 }
 
+// Server is a running mount.
+type Server struct {
+	*fuse.Server
+	root *node
+}
+
 // Mount mounts n at dir and returns the running server.
-func Mount(dir string, n *ns.Namespace, o Options) (*fuse.Server, error) {
+func Mount(dir string, n *ns.Namespace, o Options) (*Server, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -37,7 +43,7 @@ func Mount(dir string, n *ns.Namespace, o Options) (*fuse.Server, error) {
 		dir = real // /proc shows descriptors under the real path
 	}
 	root := &node{n: n.Root(), o: &o, d: newDoor(dir)}
-	return fs.Mount(dir, root, &fs.Options{
+	srv, err := fs.Mount(dir, root, &fs.Options{
 		EntryTimeout:    &zero, // per node, in Lookup/Getattr
 		AttrTimeout:     &zero,
 		NegativeTimeout: &zero,
@@ -53,6 +59,25 @@ func Mount(dir string, n *ns.Namespace, o Options) (*fuse.Server, error) {
 			Debug:       o.DebugFUSE,
 		},
 	})
+	if err != nil {
+		return nil, err
+	}
+	return &Server{Server: srv, root: root}, nil
+}
+
+// DropKernelCaches tells the kernel to forget every name, attribute and
+// page it cached from this mount (SIGHUP, the control file), so that the
+// next access asks the daemon, whose caches were dropped too.
+func (s *Server) DropKernelCaches() {
+	var walk func(in *fs.Inode)
+	walk = func(in *fs.Inode) {
+		for name, child := range in.Children() {
+			walk(child)
+			in.NotifyEntry(name)
+		}
+		in.NotifyContent(0, 0)
+	}
+	walk(&s.root.Inode)
 }
 
 // node is a namespace node seen through FUSE.
@@ -71,12 +96,81 @@ var (
 	_ fs.NodeOpener    = (*node)(nil)
 	_ fs.NodeCreater   = (*node)(nil)
 	_ fs.NodeUnlinker  = (*node)(nil)
+	_ fs.NodeRmdirer   = (*node)(nil)
+	_ fs.NodeMkdirer   = (*node)(nil)
+	_ fs.NodeRenamer   = (*node)(nil)
+	_ fs.NodeFsyncer   = (*node)(nil)
 )
 
-// Unlink is refused: names are addresses, not stored files; an endpoint
-// goes away when its last descriptor is closed.
+// Unlink removes a stored file. Network names cannot be removed (an
+// endpoint goes away when its last descriptor is closed): EROFS.
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	return syscall.EROFS
+	return n.remove(ctx, name, false)
+}
+
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	return n.remove(ctx, name, true)
+}
+
+func (n *node) remove(ctx context.Context, name string, dir bool) syscall.Errno {
+	r, ok := n.n.(ns.Remover)
+	if !ok {
+		return syscall.EROFS
+	}
+	if err := r.Remove(ctx, name, dir); err != nil {
+		return n.fail("remove", name, err)
+	}
+	return 0
+}
+
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	m, ok := n.n.(ns.Mkdirer)
+	if !ok {
+		return nil, syscall.ENOTSUP // names of endpoints are not made, they exist
+	}
+	child, err := m.Mkdir(ctx, name, os.FileMode(mode).Perm())
+	if err != nil {
+		return nil, n.fail("mkdir", name, err)
+	}
+	return n.entry(ctx, name, child, out)
+}
+
+// Rename moves a stored file within one provider; across providers it
+// is EXDEV, so mv falls back to copy and remove.
+func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	r, ok := n.n.(ns.Renamer)
+	if !ok {
+		return syscall.ENOTSUP // an address cannot be renamed
+	}
+	if flags != 0 {
+		return syscall.EINVAL // RENAME_EXCHANGE, RENAME_NOREPLACE: no protocol offers them
+	}
+	to, ok := newParent.(*node).n.(ns.Dir)
+	if !ok {
+		return syscall.ENOTDIR
+	}
+	to, err := ns.Unalias(ctx, to)
+	if err != nil {
+		return n.fail("rename", newName, err)
+	}
+	if err := r.Rename(ctx, name, to, newName); err != nil {
+		return n.fail("rename", name, err)
+	}
+	return 0
+}
+
+// Fsync returns when the server has the file's data.
+func (n *node) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
+	h, ok := fh.(*handle)
+	if !ok {
+		return 0
+	}
+	if s, ok := h.h.(ns.Syncer); ok {
+		if err := s.Sync(ctx); err != nil {
+			return n.fail("fsync", "", err)
+		}
+	}
+	return 0
 }
 
 func volatile(n ns.Node) bool {
@@ -86,9 +180,13 @@ func volatile(n ns.Node) bool {
 
 // timeout is how long the kernel may cache n's entry and attributes:
 // network endpoints never (every open must reach the daemon).
+// Stored files bound it by their own consistency bound.
 func (n *node) timeout(child ns.Node) time.Duration {
 	if volatile(child) {
 		return 0
+	}
+	if c, ok := child.(ns.Cached); ok {
+		return c.CacheTTL()
 	}
 	return n.o.AttrTimeout
 }
@@ -139,6 +237,11 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	if err != nil {
 		return nil, n.fail("lookup", name, err)
 	}
+	return n.entry(ctx, name, child, out)
+}
+
+// entry fills out for child, named name in n, and returns its inode.
+func (n *node) entry(ctx context.Context, name string, child ns.Node, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	a, err := child.Attr(ctx)
 	if err != nil {
 		return nil, n.fail("stat", name, err)
@@ -186,11 +289,43 @@ func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 	return 0
 }
 
-// Setattr accepts and ignores changes: O_TRUNC on a stream (`echo hi >
-// tcp/host:port`) must not fail. Providers with real files will opt in
-// to attribute changes through their own interface.
+// Setattr changes the attributes of stored files (truncate, chmod,
+// utimes). Other nodes accept and ignore changes: O_TRUNC on a stream
+// (`echo hi > tcp/host:port`) must not fail.
 func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return n.Getattr(ctx, fh, out)
+	s, ok := n.n.(ns.Setattrer)
+	if !ok {
+		return n.Getattr(ctx, fh, out)
+	}
+	var change ns.SetAttr
+	if size, ok := in.GetSize(); ok {
+		sz := int64(size)
+		change.Size = &sz
+	}
+	if mode, ok := in.GetMode(); ok {
+		m := os.FileMode(mode).Perm()
+		change.Mode = &m
+	}
+	if mtime, ok := in.GetMTime(); ok {
+		change.Mtime = &mtime
+	}
+	if _, uok := in.GetUID(); uok {
+		return syscall.EPERM // no protocol here can give files away
+	}
+	if _, gok := in.GetGID(); gok {
+		return syscall.EPERM
+	}
+	var h ns.Handle
+	if fh, ok := fh.(*handle); ok {
+		h = fh.h
+	}
+	a, err := s.Setattr(ctx, h, change)
+	if err != nil {
+		return n.fail("setattr", "", err)
+	}
+	fillAttr(a, &out.Attr)
+	out.SetTimeout(n.timeout(n.n))
+	return 0
 }
 
 func (d *door) caller(ctx context.Context) ns.Caller {
@@ -223,7 +358,12 @@ func (n *node) open(ctx context.Context, target ns.Node, ino uint64, name string
 	fh := &handle{h: h, n: n, ino: ino}
 	n.d.opened(h, ino)
 	if _, seekable := h.(ns.ReaderAt); seekable {
-		return fh, fuse.FOPEN_DIRECT_IO, 0
+		if volatile(target) {
+			// Made at open (.wirefs/stats): its size is not known
+			// beforehand, so no page cache.
+			return fh, fuse.FOPEN_DIRECT_IO, 0
+		}
+		return fh, storedFileFlags(h), 0
 	}
 	// Streams: no page cache, no file position, and reads and writes on
 	// one open file run in parallel (a blocked read must not hold up a
@@ -233,9 +373,24 @@ func (n *node) open(ctx context.Context, target ns.Node, ino uint64, name string
 		fuse.FOPEN_PARALLEL_DIRECT_WRITES | fuse.FOPEN_NOFLUSH, 0
 }
 
-// Create is open with O_CREAT on a name the kernel has not looked up yet:
+// Create is open with O_CREAT of a name the kernel has not looked up yet.
+// Stored-file directories create the file; in the network directories
 // names exist on demand, so it is a lookup followed by an open.
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	if c, ok := n.n.(ns.Creator); ok {
+		child, h, err := c.Create(ctx, n.d.caller(ctx), name, int(flags), os.FileMode(mode).Perm())
+		if err != nil {
+			return nil, nil, 0, n.fail("create", name, err)
+		}
+		in, errno := n.entry(ctx, name, child, out)
+		if errno != 0 {
+			h.Close()
+			return nil, nil, 0, errno
+		}
+		ino := in.StableAttr().Ino
+		n.d.opened(h, ino)
+		return in, &handle{h: h, n: in.Operations().(*node), ino: ino}, storedFileFlags(h), 0
+	}
 	child, errno := n.Lookup(ctx, name, out)
 	if errno != 0 {
 		if errno == syscall.ENOENT {
@@ -258,11 +413,43 @@ type handle struct {
 }
 
 var (
-	_ fs.FileReader   = (*handle)(nil)
-	_ fs.FileWriter   = (*handle)(nil)
-	_ fs.FileReleaser = (*handle)(nil)
-	_ fs.FileFlusher  = (*handle)(nil)
+	_ fs.FileReader          = (*handle)(nil)
+	_ fs.FileWriter          = (*handle)(nil)
+	_ fs.FileReleaser        = (*handle)(nil)
+	_ fs.FileFlusher         = (*handle)(nil)
+	_ fs.FilePassthroughFder = (*handle)(nil)
 )
+
+// storedFileFlags are the open flags of a seekable (stored) file handle:
+// the kernel's page cache serves repeated reads, and keeps the pages of
+// earlier opens when the provider says the file has not changed since.
+func storedFileFlags(h ns.Handle) uint32 {
+	if p, ok := h.(ns.PageCacher); ok && p.KeepPageCache() {
+		return fuse.FOPEN_KEEP_CACHE
+	}
+	return 0
+}
+
+// PassthroughFd lets the kernel read a fully cached file straight from
+// its local copy (FUSE passthrough, root only): the data path costs
+// nothing. Sockets are refused by the kernel, so only regular files.
+func (h *handle) PassthroughFd() (int, bool) {
+	k, ok := h.h.(ns.KernelObject)
+	if !ok {
+		return 0, false
+	}
+	if _, writable := h.h.(ns.WriterAt); writable {
+		return 0, false // writes must reach the provider (dirty tracking)
+	}
+	f, err := k.KernelFile()
+	if err != nil {
+		return 0, false
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return 0, false
+	}
+	return int(f.Fd()), true
+}
 
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	var n int
@@ -282,20 +469,33 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 }
 
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	w, ok := h.h.(ns.Writer)
-	if !ok {
+	var n int
+	var err error
+	switch w := h.h.(type) {
+	case ns.WriterAt:
+		n, err = w.WriteAt(ctx, data, off)
+	case ns.Writer:
+		n, err = w.Write(ctx, data)
+	default:
 		return 0, syscall.EBADF
 	}
-	n, err := w.Write(ctx, data)
 	if err != nil && n == 0 {
 		return 0, h.n.fail("write", "", err)
 	}
 	return uint32(n), 0
 }
 
-// Flush runs at every close(2) of a descriptor; the handle lives on until
-// the last descriptor is gone (Release), as for any file.
-func (h *handle) Flush(ctx context.Context) syscall.Errno { return 0 }
+// Flush runs at every close(2) of a descriptor, before close returns;
+// the handle lives on until the last descriptor is gone (Release), as
+// for any file. Stored files write back here, so close reports errors.
+func (h *handle) Flush(ctx context.Context) syscall.Errno {
+	if f, ok := h.h.(ns.Flusher); ok {
+		if err := f.Flush(ctx); err != nil {
+			return h.n.fail("flush", "", err)
+		}
+	}
+	return 0
+}
 
 func (h *handle) Release(ctx context.Context) syscall.Errno {
 	h.n.d.released(h.h, h.ino)

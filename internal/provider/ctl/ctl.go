@@ -1,5 +1,6 @@
 // Package ctl is the daemon's own directory, .wirefs/: files that show its
-// state. stats is read by tests and people checking for leaks.
+// state and control it. stats is read by tests and people checking for
+// leaks; writing anything to drop-caches drops every cache (as SIGHUP).
 package ctl
 
 import (
@@ -13,11 +14,15 @@ import (
 	"wirefs/internal/ns"
 )
 
-// Dir returns the .wirefs/ directory. live counts open endpoints.
-func Dir(live func() int) ns.Dir { return &dir{live: live, since: time.Now()} }
+// Dir returns the .wirefs/ directory. live counts open endpoints; drop
+// drops every cache (nil: the daemon has none to drop).
+func Dir(live func() int, drop func()) ns.Dir {
+	return &dir{live: live, drop: drop, since: time.Now()}
+}
 
 type dir struct {
 	live  func() int
+	drop  func()
 	since time.Time
 }
 
@@ -26,16 +31,47 @@ func (d *dir) Attr(context.Context) (ns.Attr, error) {
 }
 
 func (d *dir) Lookup(ctx context.Context, name string) (ns.Node, error) {
-	if name != "stats" {
-		return nil, ns.Errorf(syscall.ENOENT, ".wirefs/%s: no such control file", name)
+	switch {
+	case name == "stats":
+		return &stats{d: d}, nil
+	case name == "drop-caches" && d.drop != nil:
+		return &dropCaches{d: d}, nil
 	}
-	return &stats{d: d}, nil
+	return nil, ns.Errorf(syscall.ENOENT, ".wirefs/%s: no such control file", name)
 }
 
 func (d *dir) ReadDir(ctx context.Context) ([]ns.DirEntry, error) {
 	a, _ := (&stats{d: d}).Attr(ctx)
-	return []ns.DirEntry{{Name: "stats", Attr: a}}, nil
+	ents := []ns.DirEntry{{Name: "stats", Attr: a}}
+	if d.drop != nil {
+		a, _ := (&dropCaches{d: d}).Attr(ctx)
+		ents = append(ents, ns.DirEntry{Name: "drop-caches", Attr: a})
+	}
+	return ents, nil
 }
+
+// dropCaches is write-only: each write drops every cache.
+type dropCaches struct{ d *dir }
+
+func (c *dropCaches) Volatile() bool { return true }
+
+func (c *dropCaches) Attr(context.Context) (ns.Attr, error) {
+	return ns.Attr{Mode: 0o200, Mtime: c.d.since, Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}, nil
+}
+
+func (c *dropCaches) Open(ctx context.Context, cl ns.Caller, flags int) (ns.Handle, error) {
+	if flags&(syscall.O_WRONLY|syscall.O_RDWR) == 0 {
+		return nil, ns.Errorf(syscall.EACCES, ".wirefs/drop-caches is write-only: echo 1 > .wirefs/drop-caches")
+	}
+	return &dropCaches{d: c.d}, nil // a handle of its own, as every open
+}
+
+func (c *dropCaches) Write(ctx context.Context, p []byte) (int, error) {
+	c.d.drop()
+	return len(p), nil
+}
+
+func (c *dropCaches) Close() error { return nil }
 
 // stats reads as "key value" lines: pid, goroutines, fds, live endpoints.
 type stats struct{ d *dir }

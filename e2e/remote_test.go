@@ -1,0 +1,355 @@
+package e2e
+
+// Remote files through the FUSE door, against real servers on loopback:
+// OpenSSH sshd (sftp), vsftpd (ftp), nginx (http, https) and diod (9p),
+// driven with grep, cp, ls, cat, mv, rm, mkdir, dd and python.
+
+import (
+	"bytes"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"wirefs/internal/testsrv"
+)
+
+// remoteMount mounts wirefs with home as $HOME, a private cache, and
+// extra options.
+func remoteMount(t *testing.T, home string, extra ...string) *Mount {
+	t.Helper()
+	cache := filepath.Join(t.TempDir(), "cache")
+	return mountEnv(t, []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config")},
+		append([]string{"--cache-dir", cache, "--read-timeout", "3s", "--connect-timeout", "5s"}, extra...)...)
+}
+
+// serverTree makes a directory tree the servers export: src/ with a
+// few files that mention TODO, and a 3 MiB binary file.
+func serverTree(t *testing.T) (root string, big []byte) {
+	t.Helper()
+	root = t.TempDir()
+	os.Chmod(root, 0o755)
+	big = make([]byte, 3<<20+123)
+	rand.Read(big)
+	files := map[string]string{
+		"src/main.c":       "int main(void) { return 0; } /* TODO: more */\n",
+		"src/lib/util.c":   "/* nothing to do */\n",
+		"src/lib/todo.txt": "TODO: write the docs\n",
+		"notes.txt":        "first line\n",
+	}
+	for name, text := range files {
+		p := filepath.Join(root, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "big.bin"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root, big
+}
+
+func sshHome(t *testing.T, s *testsrv.SSHD, knownHosts bool) string {
+	t.Helper()
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	config := "Host testhost\n  HostName 127.0.0.1\n  Port " + strconv.Itoa(s.Port) +
+		"\n  User " + s.User + "\n  IdentityFile " + s.UserKeyFile + "\n"
+	if err := os.WriteFile(filepath.Join(home, ".ssh", "config"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if knownHosts {
+		if err := os.WriteFile(filepath.Join(home, ".ssh", "known_hosts"), []byte(s.KnownHostsLine()+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return home
+}
+
+// TestSFTP: grep -r, cp in and out, mkdir, mv, rm, ls -l, chmod, through
+// an ssh config alias, with the changes visible on the server.
+func TestSFTP(t *testing.T) {
+	needFUSE(t)
+	s := testsrv.StartSSHD(t)
+	root, big := serverTree(t)
+	m := remoteMount(t, sshHome(t, s, true))
+	dir := "sftp/testhost" + root
+
+	r := mustOK(t, "grep -r", bash(t, m, 30*time.Second, `grep -rl TODO "$M/$1/src" | sort`, dir))
+	want := m.P(dir+"/src/lib/todo.txt") + "\n" + m.P(dir+"/src/main.c") + "\n"
+	if r.Stdout != want {
+		t.Errorf("grep -rl TODO: got %q, want %q", r.Stdout, want)
+	}
+	mustOK(t, "cmp big", bash(t, m, 30*time.Second, `cmp "$M/$1/big.bin" "$2"`, dir, filepath.Join(root, "big.bin")))
+
+	// Writes reach the server before the command returns (t_write = 0).
+	local := filepath.Join(t.TempDir(), "up.bin")
+	os.WriteFile(local, big[:1<<20], 0o644)
+	mustOK(t, "cp in, mkdir, mv, chmod", bash(t, m, 30*time.Second, `set -e
+		cp "$2" "$M/$1/up.bin"
+		mkdir "$M/$1/newdir"
+		mv "$M/$1/up.bin" "$M/$1/newdir/moved.bin"
+		echo appended >> "$M/$1/notes.txt"
+		chmod 600 "$M/$1/notes.txt"`, dir, local))
+	if got, _ := os.ReadFile(filepath.Join(root, "newdir", "moved.bin")); !bytes.Equal(got, big[:1<<20]) {
+		t.Errorf("server copy of moved.bin: %d bytes, want %d equal bytes", len(got), 1<<20)
+	}
+	if got, _ := os.ReadFile(filepath.Join(root, "notes.txt")); string(got) != "first line\nappended\n" {
+		t.Errorf("server notes.txt = %q", got)
+	}
+	if st, err := os.Stat(filepath.Join(root, "notes.txt")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("server notes.txt mode: %v %v, want 0600", st.Mode(), err)
+	}
+	r = mustOK(t, "ls -l", bash(t, m, 30*time.Second, `ls -l "$M/$1/newdir"`, dir))
+	if !strings.Contains(r.Stdout, "1048576") || !strings.Contains(r.Stdout, "moved.bin") {
+		t.Errorf("ls -l newdir: %q", r.Stdout)
+	}
+	mustOK(t, "rm, rmdir", bash(t, m, 30*time.Second, `set -e
+		rm "$M/$1/newdir/moved.bin"; rmdir "$M/$1/newdir"`, dir))
+	if _, err := os.Stat(filepath.Join(root, "newdir")); !os.IsNotExist(err) {
+		t.Errorf("newdir still on the server: %v", err)
+	}
+	r = bash(t, m, 30*time.Second, `cat "$M/$1/nonexistent"`, dir)
+	if r.Code == 0 || !strings.Contains(r.Stderr, "No such file or directory") {
+		t.Errorf("cat of a missing file: %s", r)
+	}
+}
+
+// TestSFTPHostKeys: an unknown host is refused unless new keys may be
+// accepted; a changed key is refused whatever the options.
+func TestSFTPHostKeys(t *testing.T) {
+	needFUSE(t)
+	s := testsrv.StartSSHD(t)
+	root, _ := serverTree(t)
+	home := sshHome(t, s, false)
+	m := remoteMount(t, home)
+	r := bash(t, m, 30*time.Second, `cat "$M/sftp/testhost$1/notes.txt"`, root)
+	if r.Code == 0 || !strings.Contains(r.Stderr, "Permission denied") {
+		t.Errorf("unknown host key: want Permission denied, got %s", r)
+	}
+	if log := readFile(m.Log); !strings.Contains(log, "known_hosts") {
+		t.Errorf("the log does not say how to accept the key:\n%s", tail(log, 2000))
+	}
+
+	m2 := remoteMount(t, home, "--accept-new-host-keys")
+	mustOK(t, "accept-new", bash(t, m2, 30*time.Second, `cat "$M/sftp/testhost$1/notes.txt"`, root))
+	kh, _ := os.ReadFile(filepath.Join(home, ".ssh", "known_hosts"))
+	if len(kh) == 0 {
+		t.Fatal("accept-new did not write known_hosts")
+	}
+
+	// A changed key: known_hosts names another key for this host.
+	other := testsrv.StartSSHD(t)
+	line := strings.Fields(other.KnownHostsLine())
+	changed := strings.Join(append([]string{strings.Fields(s.KnownHostsLine())[0]}, line[1:]...), " ")
+	os.WriteFile(filepath.Join(home, ".ssh", "known_hosts"), []byte(changed+"\n"), 0o600)
+	m3 := remoteMount(t, home, "--accept-new-host-keys")
+	r = bash(t, m3, 30*time.Second, `cat "$M/sftp/testhost$1/notes.txt"`, root)
+	if r.Code == 0 || !strings.Contains(r.Stderr, "Permission denied") {
+		t.Errorf("changed host key: want Permission denied, got %s", r)
+	}
+}
+
+// TestFTP: a credentialed login from ~/.netrc; cp of a 16 MiB file up,
+// then down, ls -l, mkdir, mv, rm.
+func TestFTP(t *testing.T) {
+	needFUSE(t)
+	root, _ := serverTree(t)
+	addr, login, password := testsrv.Vsftpd(t, root, testsrv.VsftpdLocalUser())
+	home := t.TempDir()
+	host, _, _ := strings.Cut(addr, ":")
+	os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine "+host+" login "+login+" password "+password+"\n"), 0o600)
+	m := remoteMount(t, home)
+	dir := "ftp/" + login + "@" + addr
+
+	src := filepath.Join(t.TempDir(), "big.iso")
+	data := make([]byte, 16<<20)
+	rand.Read(data)
+	os.WriteFile(src, data, 0o644)
+	mustOK(t, "cp up", bash(t, m, 60*time.Second, `set -e
+		mkdir "$M/$1/up"
+		cp "$2" "$M/$1/up/"`, dir, src))
+	if got, _ := os.ReadFile(filepath.Join(root, "up", "big.iso")); !bytes.Equal(got, data) {
+		t.Fatalf("server copy: %d bytes, want %d equal bytes", len(got), len(data))
+	}
+	mustOK(t, "read back", bash(t, m, 60*time.Second, `cmp "$M/$1/up/big.iso" "$2" && cmp "$M/$1/big.bin" "$3"`,
+		dir, src, filepath.Join(root, "big.bin")))
+	r := mustOK(t, "ls -l", bash(t, m, 30*time.Second, `ls -l "$M/$1/up" "$M/$1/src"`, dir))
+	if !strings.Contains(r.Stdout, strconv.Itoa(16<<20)) || !strings.Contains(r.Stdout, "main.c") {
+		t.Errorf("ls -l: %q", r.Stdout)
+	}
+	mustOK(t, "mv, rm", bash(t, m, 30*time.Second, `set -e
+		mv "$M/$1/up/big.iso" "$M/$1/up/renamed.iso"
+		rm "$M/$1/up/renamed.iso"
+		rmdir "$M/$1/up"`, dir))
+	if _, err := os.Stat(filepath.Join(root, "up")); !os.IsNotExist(err) {
+		t.Errorf("up/ still on the server: %v", err)
+	}
+}
+
+// TestHTTP: ls -lR and cat over http and https with nginx autoindex;
+// writes are refused with EROFS.
+func TestHTTP(t *testing.T) {
+	needFUSE(t)
+	root, _ := serverTree(t)
+	addr, _ := testsrv.Nginx(t, root, false)
+	m := remoteMount(t, t.TempDir())
+	dir := "http/" + addr
+
+	r := mustOK(t, "ls -lR", bash(t, m, 30*time.Second, `ls -lR "$M/$1/"`, dir))
+	for _, want := range []string{"main.c", "todo.txt", strconv.Itoa(3<<20 + 123)} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("ls -lR lacks %q:\n%s", want, r.Stdout)
+		}
+	}
+	mustOK(t, "cmp", bash(t, m, 30*time.Second, `cmp "$M/$1/big.bin" "$2" && grep -q TODO "$M/$1/src/main.c"`,
+		dir, filepath.Join(root, "big.bin")))
+	r = bash(t, m, 30*time.Second, `echo x > "$M/$1/notes.txt"`, dir)
+	if r.Code == 0 || !strings.Contains(r.Stderr, "Read-only file system") {
+		t.Errorf("write over http: want Read-only file system, got %s", r)
+	}
+}
+
+// Test9P: an editor-style save (write a new file, rename it over the old
+// one) and appends, with diod exporting a directory below "/".
+func Test9P(t *testing.T) {
+	needFUSE(t)
+	root, _ := serverTree(t)
+	addr := testsrv.Diod(t, root)
+	m := remoteMount(t, t.TempDir())
+	dir := "9p/" + addr + root
+
+	mustOK(t, "save like vim", py(t, m, 30*time.Second, `
+import os, sys
+d = os.path.join(sys.argv[1], sys.argv[2])
+old = open(os.path.join(d, "notes.txt")).read()
+with open(os.path.join(d, ".notes.txt.swp"), "w") as f:
+    f.write(old + "edited\n")
+    f.flush(); os.fsync(f.fileno())
+os.rename(os.path.join(d, ".notes.txt.swp"), os.path.join(d, "notes.txt"))
+with open(os.path.join(d, "notes.txt"), "a") as f:
+    f.write("appended\n")
+`, dir))
+	if got, _ := os.ReadFile(filepath.Join(root, "notes.txt")); string(got) != "first line\nedited\nappended\n" {
+		t.Errorf("server notes.txt = %q", got)
+	}
+	mustOK(t, "cmp", bash(t, m, 30*time.Second, `cmp "$M/$1/big.bin" "$2"`, dir, filepath.Join(root, "big.bin")))
+}
+
+// TestConsistencyBound: a change made on the server behind the cache is
+// seen once t_read has passed, and at once after drop-caches.
+func TestConsistencyBound(t *testing.T) {
+	needFUSE(t)
+	root, _ := serverTree(t)
+	addr := testsrv.Diod(t, root)
+	m := remoteMount(t, t.TempDir(), "--t-read", "2s")
+	f := "9p/" + addr + root + "/notes.txt"
+	read := func() string { return mustOK(t, "cat", bash(t, m, 30*time.Second, `cat "$M/$1"`, f)).Stdout }
+
+	if got := read(); got != "first line\n" {
+		t.Fatalf("first read %q", got)
+	}
+	os.WriteFile(filepath.Join(root, "notes.txt"), []byte("changed on the server\n"), 0o644)
+	if got := read(); got != "first line\n" {
+		t.Logf("the change was seen before t_read (allowed, but unexpected within 2s): %q", got)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if got := read(); got != "changed on the server\n" {
+		t.Errorf("after t_read: %q, want the server's new content", got)
+	}
+
+	os.WriteFile(filepath.Join(root, "notes.txt"), []byte("changed again\n"), 0o644)
+	mustOK(t, "drop-caches", bash(t, m, 10*time.Second, `echo 1 > "$M/.wirefs/drop-caches"`))
+	if got := read(); got != "changed again\n" {
+		t.Errorf("after drop-caches: %q, want the server's new content", got)
+	}
+}
+
+// TestCrashWithDirtyData: with a delayed write-back, the daemon is killed
+// with dirty data in the cache; the next daemon writes it back.
+func TestCrashWithDirtyData(t *testing.T) {
+	needFUSE(t)
+	root, _ := serverTree(t)
+	addr := testsrv.Diod(t, root)
+	home := t.TempDir()
+	cache := filepath.Join(t.TempDir(), "cache")
+	args := []string{"--cache-dir", cache, "--t-write", "1h"}
+	m := mountEnv(t, []string{"HOME=" + home}, args...)
+	f := "9p/" + addr + root + "/notes.txt"
+	mustOK(t, "write", bash(t, m, 30*time.Second, `echo "not yet on the server" > "$M/$1"`, f))
+	if got, _ := os.ReadFile(filepath.Join(root, "notes.txt")); string(got) != "first line\n" {
+		t.Fatalf("t_write=1h, yet the server has %q already", got)
+	}
+	syscall.Kill(m.pid, syscall.SIGKILL)
+	waitFor(5*time.Second, func() bool { return !alive(m.pid) })
+	syscall.Unmount(m.Dir, syscall.MNT_DETACH)
+
+	m2 := mountEnv(t, []string{"HOME=" + home}, args...)
+	// The first use of the server writes the dirty file back.
+	mustOK(t, "ls", bash(t, m2, 30*time.Second, `ls "$M/$1" >/dev/null`, filepath.Dir(f)))
+	if !waitFor(10*time.Second, func() bool {
+		got, _ := os.ReadFile(filepath.Join(root, "notes.txt"))
+		return string(got) == "not yet on the server\n"
+	}) {
+		got, _ := os.ReadFile(filepath.Join(root, "notes.txt"))
+		t.Errorf("after restart the server has %q, want the data written before the crash", got)
+	}
+}
+
+// TestServerDeath: a server that stops answering gives an error within
+// the bound (never a hang), and the mount recovers when it comes back.
+func TestServerDeath(t *testing.T) {
+	needFUSE(t)
+	root, _ := serverTree(t)
+	srv := testsrv.StartDiod(t, root)
+	m := remoteMount(t, t.TempDir(), "--t-read", "0")
+	f := "9p/" + srv.Addr + root + "/notes.txt"
+	mustOK(t, "cat", bash(t, m, 30*time.Second, `cat "$M/$1"`, f))
+
+	srv.Pause()
+	r := bash(t, m, 30*time.Second, `cat "$M/$1"`, f)
+	srv.Resume()
+	if r.Code == 0 || r.Code == -1 {
+		t.Errorf("cat from a stalled server: want a failure within the 3s bound, got %s", r)
+	} else if !strings.Contains(r.Stderr, "timed out") && !strings.Contains(r.Stderr, "Input/output error") {
+		t.Errorf("cat from a stalled server: want ETIMEDOUT or EIO, got %s", r)
+	}
+
+	srv.Kill()
+	srv.Start()
+	if !waitFor(10*time.Second, func() bool { return bash(t, m, 10*time.Second, `cat "$M/$1"`, f).Code == 0 }) {
+		t.Errorf("the mount did not recover after the server came back")
+	}
+}
+
+// TestMountPointsFile: a line of ~/.config/wirefs/mounts makes a prefix
+// of the namespace a remote root, with its own options.
+func TestMountPointsFile(t *testing.T) {
+	needFUSE(t)
+	root, _ := serverTree(t)
+	addr, _ := testsrv.Nginx(t, root, false)
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".config", "wirefs"), 0o700)
+	os.WriteFile(filepath.Join(home, ".config", "wirefs", "mounts"),
+		[]byte("# test\n/pub → http://"+addr+"/src, read_timeout=10s\n"), 0o600)
+	m := remoteMount(t, home)
+	r := mustOK(t, "grep -r", bash(t, m, 30*time.Second, `grep -r TODO "$M/pub" | sort`))
+	if !strings.Contains(r.Stdout, "pub/main.c") || !strings.Contains(r.Stdout, "pub/lib/todo.txt") {
+		t.Errorf("grep -r through the mount point: %q", r.Stdout)
+	}
+
+	os.WriteFile(filepath.Join(home, ".config", "wirefs", "mounts"), []byte("/pub gopher://x/\n"), 0o600)
+	mnt := t.TempDir()
+	r = bash(t, nil, 20*time.Second, `HOME="$1" "$2" mount --cache-dir "$3" "$4"`, home, wirefsBin, t.TempDir(), mnt)
+	if r.Code == 0 {
+		syscall.Unmount(mnt, syscall.MNT_DETACH)
+	}
+	if r.Code == 0 || !strings.Contains(r.Stderr, "line 1") {
+		t.Errorf("a bad mounts file must fail the mount naming the line: %s", r)
+	}
+}

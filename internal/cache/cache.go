@@ -1,0 +1,421 @@
+// Package cache turns any remote.Backend (and remote.Writer) into namespace
+// nodes backed by a private on-disk cache, with the consistency of Ufo §5.3
+// and the lazy open of puffs §3.2:
+//
+//   - An open for reading does not contact the server while the file's
+//     attributes were validated less than T_read ago; after that it
+//     validates them (Stat: size, mtime, ETag) and forgets cached data of a
+//     changed file. Attributes and directory listings are cached with the
+//     same kind of bound, and listings carry attributes, so `ls -l` is one
+//     List and a name missing from a fresh listing is ENOENT at once.
+//   - Files are fetched lazily by ranges into sparse data files: a read of
+//     present bytes is served at once, a miss fetches what is needed plus a
+//     bounded read-ahead (at most readAheadPerServer read-aheads per server
+//     run at a time, so they never starve Stat and List). Concurrent misses
+//     of one range share one fetch. A fully present, clean file is opened as
+//     a kernel object (the data file itself) for FUSE passthrough.
+//   - Writes go to the data file, which is marked dirty durably before the
+//     first write returns. With T_write = 0 (the default) close(2) returns
+//     once the server has the file; with T_write > 0 the store happens that
+//     long after the last close. fsync always waits for the server. Failed
+//     write-backs are retried with backoff, never dropped, and dirty files
+//     left by a killed daemon are written back when their server is used
+//     again.
+//
+// On disk, under the cache directory (mode 0700): one subdirectory per
+// server session (a hash of its key, with a file "key" naming it), holding
+// per cached file ID.data (sparse data) and ID.meta (a JSON record).
+package cache
+
+import (
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"wirefs/internal/ns"
+	"wirefs/internal/remote"
+)
+
+// Defaults, and the fixed bounds of the implementation.
+const (
+	DefaultTRead     = 30 * time.Second
+	DefaultReadAhead = 1 << 20
+	DefaultLimit     = 1 << 30 // bytes of clean data kept when New is given 0
+
+	maxReadAhead       = 8 << 20          // read-ahead doubles on sequential misses up to this
+	minFetch           = 128 << 10        // a miss fetches at least this much
+	readAheadPerServer = 2                // concurrent read-ahead fetches per server
+	closeFlushTimeout  = 30 * time.Second // how long Close waits for write-backs
+	firstRetry         = 500 * time.Millisecond
+	maxRetry           = 5 * time.Minute
+)
+
+// Options are the consistency and transfer settings of one mount. The zero
+// value means the defaults.
+type Options struct {
+	// TRead: attributes and data are trusted this long after they were
+	// validated with the server (default 30s). Negative means T_read = 0:
+	// validate on every open.
+	TRead time.Duration
+	// AgePercent, when > 0, bounds the trust further as in Alex: a file
+	// whose mtime is age old is trusted for min(TRead, age*AgePercent/100),
+	// because old files change less often.
+	AgePercent int
+	// TWrite: write-back delay after close. 0 (the default) writes
+	// through at close: when close(2) returns, the server has the file.
+	TWrite time.Duration
+	// DirTTL: how long directory listings are trusted (default TRead;
+	// negative: not at all).
+	DirTTL time.Duration
+	// ReadAhead: bytes fetched beyond a miss (default 1 MiB, doubling on
+	// sequential misses up to 8 MiB; negative: none).
+	ReadAhead int64
+	// ReadOnly refuses every change with EROFS even when the backend can
+	// write.
+	ReadOnly bool
+}
+
+func (o Options) withDefaults() Options {
+	switch {
+	case o.TRead == 0:
+		o.TRead = DefaultTRead
+	case o.TRead < 0:
+		o.TRead = 0
+	}
+	switch {
+	case o.DirTTL == 0:
+		o.DirTTL = o.TRead
+	case o.DirTTL < 0:
+		o.DirTTL = 0
+	}
+	switch {
+	case o.ReadAhead == 0:
+		o.ReadAhead = DefaultReadAhead
+	case o.ReadAhead < 0:
+		o.ReadAhead = 0
+	}
+	o.TWrite = max(o.TWrite, 0)
+	o.AgePercent = max(o.AgePercent, 0)
+	return o
+}
+
+// Cache is the on-disk cache shared by every mounted server.
+type Cache struct {
+	dir   string
+	limit int64
+	log   *slog.Logger
+	boot  string
+	since time.Time
+
+	// epoch counts Drops: validations made in an earlier epoch are stale.
+	epoch atomic.Int64
+
+	ctx    context.Context // cancelled by Close: ends dials
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // dial goroutines
+
+	mu      sync.Mutex
+	trees   map[string]*tree            // by key
+	scanned map[string]map[string]*file // files found on disk by New, by session directory and path, until Root adopts them
+	closed  bool
+
+	evictMu sync.Mutex // one eviction pass at a time
+	lruMu   sync.Mutex // innermost lock: taken with a file's mu held
+	lru     *list.List // files with data on disk, most recently used first
+	used    int64      // bytes of clean data on disk
+}
+
+// New opens the cache in dir, creating it with mode 0700 (and tightening
+// a looser existing one, since cached files are private). limit is the
+// number of bytes of clean data kept (0: DefaultLimit); least recently used
+// clean files are evicted beyond it, dirty data never. New finds dirty
+// files left by a daemon that was killed; each is written back when Root
+// is called with its key.
+func New(dir string, limit int64, log *slog.Logger) (*Cache, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, ns.Errorf(ns.Errno(err), "cache: cannot create %s: %v", dir, err)
+	}
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, ns.Errorf(ns.Errno(err), "cache: %v", err)
+	} else if fi.Mode().Perm() != 0o700 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return nil, ns.Errorf(ns.Errno(err), "cache: cannot make %s private: %v", dir, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Cache{
+		dir: dir, limit: limit, log: log, boot: bootID(), since: time.Now(),
+		ctx: ctx, cancel: cancel,
+		trees: map[string]*tree{}, scanned: map[string]map[string]*file{},
+		lru: list.New(),
+	}
+	c.scan()
+	c.evict()
+	return c, nil
+}
+
+// sessionDir is the directory of the session with key.
+func (c *Cache) sessionDir(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return filepath.Join(c.dir, hex.EncodeToString(h[:16]))
+}
+
+// scan loads the records of every session directory: dirty files to write
+// back, clean data to account for and reuse once revalidated.
+func (c *Cache) scan() {
+	sessions, err := os.ReadDir(c.dir)
+	if err != nil {
+		c.log.Error("cache: cannot read the cache directory", "dir", c.dir, "err", err)
+		return
+	}
+	type found struct {
+		f   *file
+		use time.Time
+	}
+	var all []found
+	for _, s := range sessions {
+		if !s.IsDir() {
+			continue
+		}
+		sdir := filepath.Join(c.dir, s.Name())
+		key, _ := os.ReadFile(filepath.Join(sdir, "key"))
+		names, err := os.ReadDir(sdir)
+		if err != nil {
+			c.log.Error("cache: cannot read a session directory", "dir", sdir, "err", err)
+			continue
+		}
+		files := map[string]found{}
+		dirty := 0
+		for _, n := range names {
+			name := n.Name()
+			switch {
+			case strings.HasSuffix(name, ".tmp"):
+				os.Remove(filepath.Join(sdir, name)) // an interrupted record write
+			case strings.HasSuffix(name, ".data"):
+				if _, err := os.Stat(filepath.Join(sdir, strings.TrimSuffix(name, ".data")+".meta")); errors.Is(err, os.ErrNotExist) {
+					os.Remove(filepath.Join(sdir, name)) // data whose record never made it
+				}
+			case strings.HasSuffix(name, ".meta"):
+				f, use := c.load(sdir, strings.TrimSuffix(name, ".meta"))
+				if f == nil {
+					continue
+				}
+				if old, dup := files[f.path]; dup && old.f.dirty && !f.dirty {
+					f.removeDisk() // two records for one path: keep the dirty one
+					continue
+				} else if dup {
+					old.f.removeDisk()
+				}
+				files[f.path] = found{f, use}
+			}
+		}
+		paths := map[string]*file{}
+		for p, x := range files {
+			paths[p] = x.f
+			all = append(all, x)
+			if x.f.dirty {
+				dirty++
+			}
+		}
+		if dirty > 0 {
+			c.log.Warn("cache: files with changes not yet on the server; they are written back when the server is used again",
+				"server", strings.TrimSpace(string(key)), "files", dirty)
+		}
+		c.scanned[s.Name()] = paths
+	}
+	// Oldest first, so that the most recently used ends at the LRU's front.
+	sort.Slice(all, func(i, j int) bool { return all[i].use.Before(all[j].use) })
+	for _, x := range all {
+		x.f.settle()
+	}
+}
+
+// load reads one record; nil when it is unusable (then it is removed).
+func (c *Cache) load(sdir, id string) (*file, time.Time) {
+	meta := filepath.Join(sdir, id+".meta")
+	f := &file{c: c, dir: sdir, id: id, progress: make(chan struct{})}
+	b, err := os.ReadFile(meta)
+	fi, serr := os.Stat(meta)
+	if err != nil || serr != nil {
+		c.log.Error("cache: cannot read a record", "file", meta, "err", errors.Join(err, serr))
+		return nil, time.Time{}
+	}
+	r, rs, err := decodeRecord(b)
+	if err != nil {
+		c.log.Error("cache: removing a damaged record", "file", meta, "err", err)
+		f.removeDisk()
+		return nil, time.Time{}
+	}
+	f.path = r.Path
+	f.info = remote.Info{Name: filepath.Base(r.Path), Mode: os.FileMode(r.Mode), Size: r.Size, Mtime: r.Mtime, ETag: r.ETag}
+	f.version = f.info
+	if r.Dirty {
+		data, err := os.Stat(f.dataPath())
+		if err != nil {
+			c.log.Error("cache: the data of a changed file is missing", "path", r.Path, "err", err)
+			f.removeDisk()
+			return nil, time.Time{}
+		}
+		f.dirty = true
+		f.size = data.Size()
+		f.present = ranges{}.add(0, f.size)
+		f.mtime = data.ModTime()
+	} else if r.Boot != c.boot {
+		f.removeDisk() // written before a reboot: the bytes may not be there
+		return nil, time.Time{}
+	} else {
+		f.present = rs
+	}
+	return f, fi.ModTime()
+}
+
+// Root returns the tree of the server session identified by key (e.g.
+// "sftp://me@host:22"), built on b with options o. The cache owns b from
+// now on and closes it in Close; when key already has a tree, that tree is
+// returned and b is closed. Dirty files left on disk for key by an earlier
+// daemon are written back now. Root must not be called after Close.
+func (c *Cache) Root(key string, b remote.Backend, o Options) ns.Dir {
+	c.mu.Lock()
+	if t := c.trees[key]; t != nil {
+		c.mu.Unlock()
+		if !sameBackend(t.b, b) {
+			b.Close()
+		}
+		return t.root
+	}
+	t := newTree(c, key, b, o)
+	files := c.scanned[filepath.Base(t.dir)]
+	delete(c.scanned, filepath.Base(t.dir))
+	c.trees[key] = t
+	c.mu.Unlock()
+
+	t.adopt(files)
+	return t.root
+}
+
+// sameBackend compares backends without panicking on types that cannot
+// be compared.
+func sameBackend(a, b remote.Backend) bool {
+	return reflect.TypeOf(a) == reflect.TypeOf(b) && reflect.TypeOf(a).Comparable() && a == b
+}
+
+// Drop forgets every validation, attribute and listing (SIGHUP, the
+// control file): the next use of anything asks the server again. Cached
+// data stays on disk and is reused if revalidation finds it unchanged.
+func (c *Cache) Drop() {
+	c.epoch.Add(1)
+	c.log.Info("cache: dropped every validation, attribute and listing")
+}
+
+// Close writes back what is pending (waiting at most closeFlushTimeout;
+// what is not written stays dirty on disk for the next start), ends every
+// transfer and closes the sessions.
+func (c *Cache) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait() // dials: their sessions are among the trees below
+
+	c.mu.Lock()
+	trees := make([]*tree, 0, len(c.trees))
+	for _, t := range c.trees {
+		trees = append(trees, t)
+	}
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), closeFlushTimeout)
+	defer cancel()
+	var errs []error
+	for _, t := range trees {
+		errs = append(errs, t.close(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// settle is called with f.mu held after f's data or dirtiness changed: it
+// updates the bytes of clean data accounted to f and its place in the LRU.
+func (f *file) settleLocked() {
+	c := f.c
+	clean := int64(0)
+	if !f.dirty {
+		clean = f.present.bytes()
+	}
+	c.lruMu.Lock()
+	defer c.lruMu.Unlock()
+	c.used += clean - f.accounted
+	f.accounted = clean
+	switch {
+	case f.elem == nil && (f.present.bytes() > 0 || f.dirty):
+		f.elem = c.lru.PushFront(f)
+	case f.elem != nil && f.present.bytes() == 0 && !f.dirty:
+		c.lru.Remove(f.elem)
+		f.elem = nil
+	case f.elem != nil:
+		c.lru.MoveToFront(f.elem)
+	}
+}
+
+func (f *file) settle() {
+	f.mu.Lock()
+	f.settleLocked()
+	f.mu.Unlock()
+}
+
+// evict removes least recently used clean files until the clean data fits
+// the limit. Files that are dirty, open or being transferred stay.
+func (c *Cache) evict() {
+	if !c.evictMu.TryLock() {
+		return // another pass is running and will see our bytes
+	}
+	defer c.evictMu.Unlock()
+	for {
+		c.lruMu.Lock()
+		over := c.used > c.limit
+		var victims []*file
+		for e := c.lru.Back(); e != nil && over && len(victims) < 64; e = e.Prev() {
+			if f := e.Value.(*file); f.accounted > 0 {
+				victims = append(victims, f)
+			}
+		}
+		c.lruMu.Unlock()
+		evicted := false
+		for _, f := range victims {
+			evicted = f.evict() || evicted
+			c.lruMu.Lock()
+			over = c.used > c.limit
+			c.lruMu.Unlock()
+			if !over {
+				return
+			}
+		}
+		if !evicted {
+			return
+		}
+	}
+}
+
+// diskError wraps a local disk error with its errno.
+func diskError(what string, err error) error {
+	return ns.Errorf(ns.Errno(err), "cache: %s: %v", what, err)
+}

@@ -1,0 +1,1125 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"wirefs/internal/ns"
+	"wirefs/internal/remote"
+)
+
+var bg = context.Background()
+
+// logBuffer collects the cache's log for tests that check what it reports.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func newCache(t *testing.T, limit int64) (*Cache, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	c, err := New(filepath.Join(t.TempDir(), "cache"), limit, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, logs
+}
+
+func lookup(t *testing.T, d ns.Dir, p string) ns.Node {
+	t.Helper()
+	var n ns.Node = d
+	for _, name := range strings.Split(p, "/") {
+		next, err := n.(ns.Dir).Lookup(bg, name)
+		if err != nil {
+			t.Fatalf("lookup %s: %v", p, err)
+		}
+		n = next
+	}
+	return n
+}
+
+func openNode(t *testing.T, n ns.Node, flags int) ns.Handle {
+	t.Helper()
+	h, err := n.(ns.Opener).Open(bg, ns.Caller{}, flags)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	return h
+}
+
+func readAll(t *testing.T, h ns.Handle) []byte {
+	t.Helper()
+	var out []byte
+	buf := make([]byte, 64<<10)
+	for off := int64(0); ; {
+		n, err := h.(ns.ReaderAt).ReadAt(bg, buf, off)
+		if err != nil {
+			t.Fatalf("read at %d: %v", off, err)
+		}
+		if n == 0 {
+			return out
+		}
+		out = append(out, buf[:n]...)
+		off += int64(n)
+	}
+}
+
+func cat(t *testing.T, root ns.Dir, p string) []byte {
+	t.Helper()
+	h := openNode(t, lookup(t, root, p), os.O_RDONLY)
+	defer h.Close()
+	return readAll(t, h)
+}
+
+// writeNew creates p with data and closes it like `cp` does.
+func writeNew(t *testing.T, root ns.Dir, p string, data []byte) {
+	t.Helper()
+	d := root
+	if i := strings.LastIndex(p, "/"); i >= 0 {
+		d = lookup(t, root, p[:i]).(ns.Dir)
+		p = p[i+1:]
+	}
+	_, h, err := d.(ns.Creator).Create(bg, ns.Caller{}, p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatalf("create %s: %v", p, err)
+	}
+	if _, err := h.(ns.WriterAt).WriteAt(bg, data, 0); err != nil {
+		t.Fatalf("write %s: %v", p, err)
+	}
+	if err := h.(ns.Flusher).Flush(bg); err != nil {
+		t.Fatalf("flush %s: %v", p, err)
+	}
+	h.Close()
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+	}
+}
+
+func hasContent(b *localBackend, p string, want []byte) func() bool {
+	return func() bool {
+		got, err := b.get(p)
+		return err == nil && bytes.Equal(got, want)
+	}
+}
+
+func pattern(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + i/251)
+	}
+	return b
+}
+
+func TestLazyOpenMakesNoServerCall(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.put(t, "/a.txt", []byte("hello"))
+	root := c.Root("local://a", b, Options{TRead: time.Hour})
+	if got := cat(t, root, "a.txt"); string(got) != "hello" {
+		t.Fatalf("read %q", got)
+	}
+	before := b.total()
+	for range 3 {
+		n := lookup(t, root, "a.txt")
+		if _, err := n.Attr(bg); err != nil {
+			t.Fatal(err)
+		}
+		h := openNode(t, n, os.O_RDONLY)
+		if got := readAll(t, h); string(got) != "hello" {
+			t.Fatalf("read %q", got)
+		}
+		h.Close()
+	}
+	if after := b.total(); after != before {
+		t.Fatalf("lookup, stat, open and read within T_read made %d server calls", after-before)
+	}
+	if ttl := lookup(t, root, "a.txt").(ns.Cached).CacheTTL(); ttl <= 0 || ttl > time.Hour {
+		t.Fatalf("CacheTTL %v, want the remaining part of an hour", ttl)
+	}
+}
+
+func TestRevalidationAfterTReadSeesChange(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.put(t, "/f", []byte("old"))
+	const tread = time.Second
+	root := c.Root("local://r", b, Options{TRead: tread})
+	start := time.Now()
+	if got := cat(t, root, "f"); string(got) != "old" {
+		t.Fatalf("read %q", got)
+	}
+	b.put(t, "/f", []byte("new contents"))
+	if got := cat(t, root, "f"); time.Since(start) < tread && string(got) != "old" {
+		t.Fatalf("within T_read the cache showed %q, want the cached %q", got, "old")
+	}
+	time.Sleep(tread + 100*time.Millisecond)
+	if got := cat(t, root, "f"); string(got) != "new contents" {
+		t.Fatalf("after T_read the cache showed %q", got)
+	}
+}
+
+func TestAgePercentShortensTrust(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.put(t, "/young", []byte("v1"))
+	// A file changed 10s ago is trusted for 1% of that: 100ms.
+	old := time.Now().Add(-10 * time.Second)
+	os.Chtimes(b.local("/young"), old, old)
+	root := c.Root("local://age", b, Options{TRead: time.Hour, AgePercent: 1})
+	if got := cat(t, root, "young"); string(got) != "v1" {
+		t.Fatalf("read %q", got)
+	}
+	b.put(t, "/young", []byte("v2!"))
+	time.Sleep(200 * time.Millisecond)
+	if got := cat(t, root, "young"); string(got) != "v2!" {
+		t.Fatalf("after age*1%% the cache showed %q", got)
+	}
+}
+
+func TestPartialReadFetchesOnlyTheRange(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	data := pattern(20 << 20)
+	b.put(t, "/big", data)
+	const ra = 64 << 10
+	root := c.Root("local://p", b, Options{ReadAhead: ra})
+	h := openNode(t, lookup(t, root, "big"), os.O_RDONLY)
+	defer h.Close()
+	buf := make([]byte, 4096)
+	off := int64(5 << 20)
+	if n, err := h.(ns.ReaderAt).ReadAt(bg, buf, off); err != nil || n != len(buf) {
+		t.Fatalf("read: %d, %v", n, err)
+	}
+	if !bytes.Equal(buf, data[off:off+4096]) {
+		t.Fatal("wrong bytes")
+	}
+	if n := b.n("ReadRange"); n != 1 {
+		t.Fatalf("%d ReadRange calls, want 1", n)
+	}
+	b.mu.Lock()
+	r := b.reads[0]
+	b.mu.Unlock()
+	if r.off != off || r.end-r.off > max(4096+ra, minFetch) {
+		t.Fatalf("fetched [%d, %d), want from %d at most %d bytes", r.off, r.end, off, max(4096+ra, minFetch))
+	}
+	waitFor(t, "the fetch to end", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.bytesRead == r.end-r.off
+	})
+	// The same range again, and a part of the read-ahead: no transfer.
+	for _, o := range []int64{off, off + 8192} {
+		if _, err := h.(ns.ReaderAt).ReadAt(bg, buf, o); err != nil || !bytes.Equal(buf, data[o:o+4096]) {
+			t.Fatalf("reread at %d: %v", o, err)
+		}
+	}
+	if n := b.n("ReadRange"); n != 1 {
+		t.Fatalf("%d ReadRange calls after rereading cached bytes, want 1", n)
+	}
+}
+
+func TestSequentialReadAheadGrows(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	data := pattern(30 << 20)
+	b.put(t, "/seq", data)
+	root := c.Root("local://s", b, Options{})
+	h := openNode(t, lookup(t, root, "seq"), os.O_RDONLY)
+	defer h.Close()
+	if got := readAll(t, h); !bytes.Equal(got, data) {
+		t.Fatal("sequential read returned wrong bytes")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	largest := int64(0)
+	for _, r := range b.reads {
+		largest = max(largest, r.end-r.off)
+	}
+	if largest <= DefaultReadAhead+64<<10 || largest > maxReadAhead+64<<10 {
+		t.Fatalf("largest fetch %d bytes: read-ahead should grow beyond %d, up to %d", largest, DefaultReadAhead, maxReadAhead)
+	}
+	if len(b.reads) > 30 {
+		t.Fatalf("%d fetches for 30 MiB", len(b.reads))
+	}
+}
+
+func TestCompleteFileIsKernelObject(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.put(t, "/k", []byte("kernel bytes"))
+	root := c.Root("local://k", b, Options{TRead: time.Hour})
+	h := openNode(t, lookup(t, root, "k"), os.O_RDONLY)
+	if _, ok := h.(ns.KernelObject); ok {
+		t.Fatal("a file not yet cached is a kernel object")
+	}
+	readAll(t, h)
+	h.Close()
+
+	h = openNode(t, lookup(t, root, "k"), os.O_RDONLY)
+	defer h.Close()
+	ko, ok := h.(ns.KernelObject)
+	if !ok {
+		t.Fatal("a fully cached clean file is not a kernel object")
+	}
+	kf, err := ko.KernelFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 64)
+	n, _ := kf.ReadAt(got, 0)
+	if string(got[:n]) != "kernel bytes" {
+		t.Fatalf("kernel file holds %q", got[:n])
+	}
+	if _, err := kf.Write([]byte("x")); err == nil {
+		t.Fatal("the kernel file is writable")
+	}
+	if !h.(ns.PageCacher).KeepPageCache() {
+		t.Fatal("unchanged file: the kernel should keep its pages")
+	}
+
+	// Changed on the server and revalidated: neither kept pages nor the
+	// old data.
+	b.put(t, "/k", []byte("changed!"))
+	c.Drop()
+	h2 := openNode(t, lookup(t, root, "k"), os.O_RDONLY)
+	defer h2.Close()
+	if h2.(ns.PageCacher).KeepPageCache() {
+		t.Fatal("changed file: the kernel must drop its pages")
+	}
+	if got := readAll(t, h2); string(got) != "changed!" {
+		t.Fatalf("read %q", got)
+	}
+	// The old kernel file still shows the old version, like a replaced
+	// local file.
+	n, _ = kf.ReadAt(got, 0)
+	if string(got[:n]) != "kernel bytes" {
+		t.Fatalf("the open kernel file changed under its reader: %q", got[:n])
+	}
+}
+
+func TestWriteThroughAtFlush(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.put(t, "/exist", []byte("0123456789"))
+	root := c.Root("local://w", b, Options{})
+
+	_, h, err := root.(ns.Creator).Create(bg, ns.Caller{}, "new", os.O_WRONLY|os.O_CREATE, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.(ns.WriterAt).WriteAt(bg, []byte("fresh"), 0)
+	if err := h.(ns.Flusher).Flush(bg); err != nil {
+		t.Fatal(err)
+	}
+	if !hasContent(b, "/new", []byte("fresh"))() {
+		t.Fatal("Flush returned before the server had the file")
+	}
+	h.Close()
+	if fi, _ := os.Stat(b.local("/new")); fi.Mode().Perm() != 0o640 {
+		t.Fatalf("created with mode %v", fi.Mode())
+	}
+
+	// A write into the middle of a file the cache had not read: the rest
+	// of the file is fetched first.
+	h = openNode(t, lookup(t, root, "exist"), os.O_RDWR)
+	h.(ns.WriterAt).WriteAt(bg, []byte("ab"), 3)
+	if err := h.(ns.Flusher).Flush(bg); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if got, _ := b.get("/exist"); string(got) != "012ab56789" {
+		t.Fatalf("server has %q", got)
+	}
+	if n := b.n("Store"); n != 2 {
+		t.Fatalf("%d stores, want 2", n)
+	}
+	// Reading back costs nothing: the cache has the file.
+	before := b.total()
+	if got := cat(t, root, "exist"); string(got) != "012ab56789" {
+		t.Fatalf("read back %q", got)
+	}
+	if b.total() != before {
+		t.Fatal("reading a file just written went to the server")
+	}
+}
+
+func TestDelayedWriteBackCoalesces(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.put(t, "/d", []byte("original"))
+	root := c.Root("local://d", b, Options{TWrite: 500 * time.Millisecond})
+	n := lookup(t, root, "d")
+	var last []byte
+	for i := range 3 {
+		last = []byte(fmt.Sprintf("version %d", i))
+		h := openNode(t, n, os.O_WRONLY|os.O_TRUNC)
+		h.(ns.WriterAt).WriteAt(bg, last, 0)
+		if err := h.(ns.Flusher).Flush(bg); err != nil {
+			t.Fatal(err)
+		}
+		h.Close()
+	}
+	if got, _ := b.get("/d"); string(got) != "original" {
+		t.Fatalf("with T_write > 0 the server got %q at close", got)
+	}
+	waitFor(t, "the delayed write-back", hasContent(b, "/d", last))
+	time.Sleep(100 * time.Millisecond)
+	if s := b.n("Store"); s != 1 {
+		t.Fatalf("%d stores for three closes within T_write, want 1", s)
+	}
+}
+
+func TestFailedStoreIsRetriedNotLost(t *testing.T) {
+	c, logs := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.storeErrs = []error{ns.Errorf(syscall.EIO, "connection lost"), ns.Errorf(syscall.EIO, "connection lost")}
+	root := c.Root("local://f", b, Options{})
+	_, h, err := root.(ns.Creator).Create(bg, ns.Caller{}, "precious", os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.(ns.WriterAt).WriteAt(bg, []byte("do not lose me"), 0)
+	if err := h.(ns.Flusher).Flush(bg); ns.Errno(err) != syscall.EIO {
+		t.Fatalf("Flush with a failing server: %v, want EIO", err)
+	}
+	h.Close()
+	waitFor(t, "the retried write-back", hasContent(b, "/precious", []byte("do not lose me")))
+	if !strings.Contains(logs.String(), "write-back failed") {
+		t.Fatalf("the failure was not logged:\n%s", logs)
+	}
+}
+
+func TestStoreENOSPCReachesClose(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.storeErrs = []error{ns.Errorf(syscall.ENOSPC, "no space left on the server")}
+	root := c.Root("local://n", b, Options{})
+	_, h, err := root.(ns.Creator).Create(bg, ns.Caller{}, "big", os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.(ns.WriterAt).WriteAt(bg, []byte("data"), 0)
+	if err := h.(ns.Flusher).Flush(bg); ns.Errno(err) != syscall.ENOSPC {
+		t.Fatalf("Flush: %v, want ENOSPC", err)
+	}
+	if err := h.(ns.Syncer).Sync(bg); err != nil {
+		t.Fatalf("fsync after the server has room: %v", err)
+	}
+	if !hasContent(b, "/big", []byte("data"))() {
+		t.Fatal("fsync returned before the server had the file")
+	}
+	h.Close()
+}
+
+func TestCrashRecovery(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	b := newLocalBackend(t)
+	b.put(t, "/old", []byte("server version"))
+	c1, err := New(dir, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// TWrite keeps the changes in the cache; the daemon then "dies":
+	// no Flush, no Close.
+	root := c1.Root("local://crash", b, Options{TWrite: time.Hour})
+	_, h, err := root.(ns.Creator).Create(bg, ns.Caller{}, "new", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.(ns.WriterAt).WriteAt(bg, []byte("written before the crash"), 0)
+	h2 := openNode(t, lookup(t, root, "old"), os.O_RDWR)
+	h2.(ns.WriterAt).WriteAt(bg, []byte("cached"), 0)
+	if b.n("Store") != 0 {
+		t.Fatal("stored before the crash")
+	}
+
+	c2, err := New(dir, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	c2.Root("local://crash", b, Options{})
+	waitFor(t, "recovery of the new file", hasContent(b, "/new", []byte("written before the crash")))
+	waitFor(t, "recovery of the changed file", hasContent(b, "/old", []byte("cached version")))
+	if fi, _ := os.Stat(b.local("/new")); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("recovered with mode %v", fi.Mode())
+	}
+}
+
+func TestReadOnlyIsEROFS(t *testing.T) {
+	c, _ := newCache(t, 0)
+	lb := newLocalBackend(t)
+	lb.put(t, "/f", []byte("x"))
+	lb.put(t, "/d/g", []byte("y"))
+	for name, root := range map[string]ns.Dir{
+		"backend without Writer": c.Root("local://ro1", readOnlyBackend{lb}, Options{}),
+		"ReadOnly option":        c.Root("local://ro2", lb, Options{ReadOnly: true}),
+	} {
+		f := lookup(t, root, "f")
+		size := int64(0)
+		for what, err := range map[string]error{
+			"open for writing": func() error { _, err := f.(ns.Opener).Open(bg, ns.Caller{}, os.O_WRONLY); return err }(),
+			"create": func() error {
+				_, _, err := root.(ns.Creator).Create(bg, ns.Caller{}, "n", os.O_CREATE|os.O_WRONLY, 0o644)
+				return err
+			}(),
+			"mkdir":    func() error { _, err := root.(ns.Mkdirer).Mkdir(bg, "m", 0o755); return err }(),
+			"remove":   root.(ns.Remover).Remove(bg, "f", false),
+			"rmdir":    root.(ns.Remover).Remove(bg, "d", true),
+			"rename":   root.(ns.Renamer).Rename(bg, "f", root, "f2"),
+			"truncate": func() error { _, err := f.(ns.Setattrer).Setattr(bg, nil, ns.SetAttr{Size: &size}); return err }(),
+		} {
+			if ns.Errno(err) != syscall.EROFS {
+				t.Errorf("%s: %s: %v, want EROFS", name, what, err)
+			}
+		}
+		if got := cat(t, root, "f"); string(got) != "x" {
+			t.Errorf("%s: reading gave %q", name, got)
+		}
+	}
+	if lb.n("Store")+lb.n("Mkdir")+lb.n("Remove")+lb.n("Rmdir")+lb.n("Rename") != 0 {
+		t.Fatal("a read-only mount changed the server")
+	}
+}
+
+func TestEvictionKeepsLimitAndDirtyData(t *testing.T) {
+	const limit = 100 << 10
+	c, _ := newCache(t, limit)
+	b := newLocalBackend(t)
+	for i := range 6 {
+		b.put(t, fmt.Sprintf("/f%d", i), pattern(40<<10))
+	}
+	root := c.Root("local://e", b, Options{TRead: time.Hour, TWrite: time.Hour})
+	dirty := pattern(150 << 10)
+	writeNew(t, root, "dirty", dirty)
+	onDisk := func() (n int64) {
+		filepath.Walk(c.dir, func(p string, fi os.FileInfo, err error) error {
+			if err == nil && strings.HasSuffix(p, ".data") {
+				n += fi.Size()
+			}
+			return nil
+		})
+		return n
+	}
+	for i := range 6 {
+		cat(t, root, fmt.Sprintf("f%d", i))
+		// Eviction follows the end of each fetch.
+		waitFor(t, fmt.Sprintf("clean data within the limit after reading f%d", i), func() bool {
+			c.lruMu.Lock()
+			used := c.used
+			c.lruMu.Unlock()
+			return used <= limit && onDisk() <= limit+int64(len(dirty))
+		})
+	}
+	// The dirty file (beyond the limit on its own) is intact and still
+	// read from the cache.
+	before := b.n("ReadRange")
+	if got := cat(t, root, "dirty"); !bytes.Equal(got, dirty) {
+		t.Fatal("dirty data damaged")
+	}
+	if b.n("ReadRange") != before {
+		t.Fatal("dirty data were evicted")
+	}
+	// The most recent file survived, the oldest did not.
+	before = b.n("ReadRange")
+	cat(t, root, "f5")
+	if b.n("ReadRange") != before {
+		t.Fatal("the most recently used file was evicted")
+	}
+	cat(t, root, "f0")
+	if b.n("ReadRange") == before {
+		t.Fatal("the least recently used file was not evicted")
+	}
+}
+
+func TestCacheDirIsPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(dir, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b := newLocalBackend(t)
+	c.Root("local://x", b, Options{})
+	for _, p := range []string{dir, c.sessionDir("local://x")} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o700 {
+			t.Fatalf("%s has mode %v, want 0700", p, fi.Mode().Perm())
+		}
+	}
+	if key, _ := os.ReadFile(filepath.Join(c.sessionDir("local://x"), "key")); string(key) != "local://x\n" {
+		t.Fatalf("key file says %q", key)
+	}
+}
+
+func TestDropForcesRevalidation(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.put(t, "/dir/f", []byte("one"))
+	root := c.Root("local://drop", b, Options{TRead: time.Hour})
+	if got := cat(t, root, "dir/f"); string(got) != "one" {
+		t.Fatalf("read %q", got)
+	}
+	lookup(t, root, "dir").(ns.Dir).ReadDir(bg)
+	b.put(t, "/dir/f", []byte("two!"))
+	b.put(t, "/dir/g", []byte("new file"))
+	if got := cat(t, root, "dir/f"); string(got) != "one" {
+		t.Fatalf("within T_read: %q", got)
+	}
+	if _, err := lookup(t, root, "dir").(ns.Dir).Lookup(bg, "g"); ns.Errno(err) != syscall.ENOENT {
+		t.Fatalf("a name missing from a fresh listing: %v, want ENOENT", err)
+	}
+	c.Drop()
+	if got := cat(t, root, "dir/f"); string(got) != "two!" {
+		t.Fatalf("after Drop: %q", got)
+	}
+	if got := cat(t, root, "dir/g"); string(got) != "new file" {
+		t.Fatalf("after Drop: %q", got)
+	}
+}
+
+func TestCancelDuringStalledFetch(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.put(t, "/s", pattern(1<<20))
+	root := c.Root("local://stall", b, Options{})
+	f := lookup(t, root, "s").(*file)
+	h := openNode(t, f, os.O_RDONLY)
+	defer h.Close()
+	b.stall = make(chan struct{})
+	defer close(b.stall)
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.(ns.ReaderAt).ReadAt(ctx, make([]byte, 4096), 0)
+		done <- err
+	}()
+	waitFor(t, "the fetch to start", func() bool { return b.n("ReadRange") == 1 })
+	cancel()
+	select {
+	case err := <-done:
+		if ns.Errno(err) != syscall.EINTR {
+			t.Fatalf("cancelled read: %v, want EINTR", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a cancelled read did not return")
+	}
+	waitFor(t, "the abandoned fetch to end", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.fetches) == 0
+	})
+}
+
+func TestReadDirIsOneList(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	for i := range 50 {
+		b.put(t, fmt.Sprintf("/dir/file%02d", i), pattern(i*10))
+	}
+	os.Mkdir(b.local("/dir/sub"), 0o755)
+	root := c.Root("local://ls", b, Options{})
+	d := lookup(t, root, "dir").(ns.Dir)
+	before := b.total()
+	ents, err := d.ReadDir(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 51 {
+		t.Fatalf("%d entries", len(ents))
+	}
+	// What `ls -l` does next: look up and stat each entry.
+	for _, e := range ents {
+		n, err := d.Lookup(bg, e.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := n.Attr(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a != e.Attr {
+			t.Fatalf("%s: Attr %+v, listing %+v", e.Name, a, e.Attr)
+		}
+		if e.Name == "file07" && a.Size != 70 {
+			t.Fatalf("file07 has size %d", a.Size)
+		}
+		if e.Name == "sub" && !a.Mode.IsDir() {
+			t.Fatal("sub is not a directory")
+		}
+	}
+	if _, err := d.Lookup(bg, "missing"); ns.Errno(err) != syscall.ENOENT {
+		t.Fatalf("missing: %v", err)
+	}
+	if calls := b.total() - before; calls != 1 || b.n("List") != 1 {
+		t.Fatalf("ls -l cost %d server calls, want one List", calls)
+	}
+}
+
+func TestConcurrentReadersShareOneFetch(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	data := pattern(256 << 10)
+	b.put(t, "/shared", data)
+	root := c.Root("local://share", b, Options{})
+	f := lookup(t, root, "shared").(*file)
+	b.stall = make(chan struct{})
+	const readers = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, readers)
+	for range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h, err := f.Open(bg, ns.Caller{}, os.O_RDONLY)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer h.Close()
+			buf := make([]byte, 8192)
+			if _, err := h.(ns.ReaderAt).ReadAt(bg, buf, 4096); err != nil {
+				errs <- err
+			} else if !bytes.Equal(buf, data[4096:4096+8192]) {
+				errs <- errors.New("wrong bytes")
+			}
+		}()
+	}
+	waitFor(t, "every reader to wait for the fetch", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.fetches) == 1 && f.fetches[0].waiters == readers
+	})
+	close(b.stall)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := b.n("ReadRange"); n != 1 {
+		t.Fatalf("%d fetches for one range read by %d readers", n, readers)
+	}
+}
+
+func TestTruncateClosedFile(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.put(t, "/t", []byte("0123456789"))
+	root := c.Root("local://t", b, Options{})
+	f := lookup(t, root, "t").(ns.Setattrer)
+	for _, tc := range []struct {
+		size int64
+		want string
+	}{{4, "0123"}, {6, "0123\x00\x00"}, {0, ""}} {
+		a, err := f.Setattr(bg, nil, ns.SetAttr{Size: &tc.size})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Size != tc.size {
+			t.Fatalf("size %d after truncate to %d", a.Size, tc.size)
+		}
+		if got, _ := b.get("/t"); string(got) != tc.want {
+			t.Fatalf("truncate to %d: server has %q", tc.size, got)
+		}
+	}
+	mode := os.FileMode(0o600)
+	if _, err := f.Setattr(bg, nil, ns.SetAttr{Mode: &mode}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(b.local("/t")); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("chmod: %v", fi.Mode())
+	}
+}
+
+func TestMkdirRenameRemove(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	root := c.Root("local://m", b, Options{TRead: time.Hour})
+	if _, err := root.ReadDir(bg); err != nil {
+		t.Fatal(err)
+	}
+	d, err := root.(ns.Mkdirer).Mkdir(bg, "d", 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(b.local("/d")); err != nil || !fi.IsDir() {
+		t.Fatalf("mkdir did not reach the server: %v", err)
+	}
+	writeNew(t, root, "d/f", []byte("moving data"))
+	if err := d.(ns.Renamer).Rename(bg, "f", root, "g"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := b.get("/g"); string(got) != "moving data" {
+		t.Fatalf("server has %q at the new name", got)
+	}
+	before := b.n("ReadRange")
+	if got := cat(t, root, "g"); string(got) != "moving data" {
+		t.Fatalf("read %q", got)
+	}
+	if b.n("ReadRange") != before {
+		t.Fatal("the cached data did not move with the rename")
+	}
+	names := func(d ns.Dir) string {
+		ents, err := d.ReadDir(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s []string
+		for _, e := range ents {
+			s = append(s, e.Name)
+		}
+		return strings.Join(s, " ")
+	}
+	if got := names(root); got != "d g" {
+		t.Fatalf("root lists %q", got)
+	}
+	if got := names(d.(ns.Dir)); got != "" {
+		t.Fatalf("d lists %q", got)
+	}
+	if err := root.(ns.Remover).Remove(bg, "g", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := root.(ns.Remover).Remove(bg, "d", true); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(root); got != "" {
+		t.Fatalf("root lists %q after removals", got)
+	}
+	if ents, _ := os.ReadDir(b.root); len(ents) != 0 {
+		t.Fatalf("server still has %d entries", len(ents))
+	}
+	if _, err := root.Lookup(bg, "g"); ns.Errno(err) != syscall.ENOENT {
+		t.Fatalf("lookup after remove: %v", err)
+	}
+}
+
+func TestServersDialOnceAndRetryFailures(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.put(t, "/hello", []byte("hi"))
+	var mu sync.Mutex
+	dials := map[string]int{}
+	slow := make(chan struct{})
+	defer close(slow)
+	dial := func(ctx context.Context, server string, o remote.Options) (remote.Backend, error) {
+		mu.Lock()
+		dials[server]++
+		n := dials[server]
+		mu.Unlock()
+		switch server {
+		case "slow":
+			select {
+			case <-slow:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		case "flaky":
+			if n == 1 {
+				return nil, ns.Errorf(syscall.ECONNREFUSED, "flaky: connection refused")
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // so that concurrent lookups overlap
+		return b, nil
+	}
+	s := c.Servers("local", dial, remote.Options{}, Options{})
+	go s.Lookup(bg, "slow") // never answers during the test
+
+	var wg sync.WaitGroup
+	roots := make([]ns.Node, 5)
+	for i := range roots {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			roots[i], _ = s.Lookup(bg, "me@host")
+		}()
+	}
+	wg.Wait()
+	for _, r := range roots {
+		if r == nil || r != roots[0] {
+			t.Fatal("concurrent lookups did not all get the same session")
+		}
+	}
+	if got := cat(t, roots[0].(ns.Dir), "hello"); string(got) != "hi" {
+		t.Fatalf("read %q", got)
+	}
+	if _, err := s.Lookup(bg, "flaky"); ns.Errno(err) != syscall.ECONNREFUSED {
+		t.Fatalf("failed dial: %v, want ECONNREFUSED", err)
+	}
+	if _, err := s.Lookup(bg, "flaky"); err != nil {
+		t.Fatalf("the second lookup did not dial again: %v", err)
+	}
+	mu.Lock()
+	if dials["me@host"] != 1 || dials["flaky"] != 2 {
+		t.Fatalf("dials: %v", dials)
+	}
+	mu.Unlock()
+	ents, err := s.ReadDir(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 2 || ents[0].Name != "flaky" || ents[1].Name != "me@host" {
+		t.Fatalf("ReadDir lists %v", ents)
+	}
+	ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
+	defer cancel()
+	if _, err := s.Lookup(ctx, "slow"); ns.Errno(err) != syscall.ETIMEDOUT {
+		t.Fatalf("lookup of a stalled server: %v", err)
+	}
+}
+
+func countFDs() int {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	return len(ents)
+}
+
+func TestNoLeaksAfterClose(t *testing.T) {
+	b := newLocalBackend(t)
+	b.put(t, "/r", pattern(3<<20))
+	b.put(t, "/dir/x", []byte("x"))
+	dir := filepath.Join(t.TempDir(), "cache")
+	runtime.GC()
+	goroutines, fds := runtime.NumGoroutine(), countFDs()
+
+	c, err := New(dir, 1<<20, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := c.Root("local://leak", b, Options{TWrite: time.Hour})
+	cat(t, root, "r") // read-ahead, eviction
+	lookup(t, root, "dir").(ns.Dir).ReadDir(bg)
+	writeNew(t, root, "dir/y", []byte("pending")) // a delayed write-back: Close stores it
+	h := openNode(t, lookup(t, root, "r"), os.O_RDONLY)
+	h.(ns.ReaderAt).ReadAt(bg, make([]byte, 10), 0)
+	h.Close()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := b.get("/dir/y"); string(got) != "pending" {
+		t.Fatalf("Close did not write back: server has %q", got)
+	}
+	waitFor(t, "goroutines and fds back to the baseline", func() bool {
+		return runtime.NumGoroutine() <= goroutines && countFDs() <= fds
+	})
+	if !b.closed {
+		t.Fatal("the session was not closed")
+	}
+}
+
+// sizelessList is a server whose listings give no sizes (an HTML index).
+type sizelessList struct{ *localBackend }
+
+func (s sizelessList) List(ctx context.Context, p string) ([]remote.Info, error) {
+	infos, err := s.localBackend.List(ctx, p)
+	for i := range infos {
+		infos[i].Size = -1
+	}
+	return infos, err
+}
+
+func TestUnknownSizeIsStatedBeforeRead(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.put(t, "/page", []byte("twelve bytes"))
+	root := c.Root("local://html", sizelessList{b}, Options{TRead: time.Hour})
+	ents, err := root.ReadDir(bg)
+	if err != nil || len(ents) != 1 || ents[0].Attr.Size != 0 {
+		t.Fatalf("listing: %v %v", ents, err)
+	}
+	if got := cat(t, root, "page"); string(got) != "twelve bytes" {
+		t.Fatalf("read %q", got)
+	}
+	if b.n("Stat") != 1 {
+		t.Fatalf("%d Stats, want one before the first read", b.n("Stat"))
+	}
+	if a, _ := lookup(t, root, "page").Attr(bg); a.Size != 12 {
+		t.Fatalf("size %d after the Stat", a.Size)
+	}
+}
+
+func TestReadAheadLeavesRoomForMetadata(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	for i := range 4 {
+		b.put(t, fmt.Sprintf("/bulk%d", i), pattern(4<<20))
+	}
+	b.put(t, "/dir/small", []byte("s"))
+	root := c.Root("local://meta", b, Options{})
+	var handles []ns.Handle
+	for i := range 4 {
+		handles = append(handles, openNode(t, lookup(t, root, fmt.Sprintf("bulk%d", i)), os.O_RDONLY))
+	}
+	b.stall = make(chan struct{})
+	var wg sync.WaitGroup
+	for _, h := range handles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.(ns.ReaderAt).ReadAt(bg, make([]byte, 4096), 0)
+		}()
+	}
+	waitFor(t, "four stalled fetches", func() bool { return b.n("ReadRange") == 4 })
+	tr := c.trees["local://meta"]
+	if n := len(tr.readAhead); n != readAheadPerServer {
+		t.Fatalf("%d read-aheads in flight, want at most %d", n, readAheadPerServer)
+	}
+	b.mu.Lock()
+	reads := append([]span(nil), b.reads...)
+	b.mu.Unlock()
+	long := 0
+	for _, r := range reads {
+		if r.end-r.off > minFetch {
+			long++
+		}
+	}
+	if long != readAheadPerServer {
+		t.Fatalf("%d fetches read ahead, want %d: %v", long, readAheadPerServer, reads)
+	}
+	// Metadata still goes through while bulk transfers stall.
+	if _, err := lookup(t, root, "dir").(ns.Dir).ReadDir(bg); err != nil {
+		t.Fatal(err)
+	}
+	close(b.stall)
+	wg.Wait()
+	for _, h := range handles {
+		h.Close()
+	}
+}
+
+// BenchmarkColdSequentialRead reads a 64 MiB file the cache has not seen
+// (with a local server: this measures the cache's own cost).
+func BenchmarkColdSequentialRead(b *testing.B) {
+	data := pattern(64 << 20)
+	for b.Loop() {
+		b.StopTimer()
+		c, err := New(b.TempDir(), 1<<30, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lb := &localBackend{root: b.TempDir(), calls: map[string]int{}}
+		os.WriteFile(lb.local("/f"), data, 0o644)
+		root := c.Root("local://bench", lb, Options{})
+		n, _ := root.Lookup(bg, "f")
+		h, _ := n.(ns.Opener).Open(bg, ns.Caller{}, os.O_RDONLY)
+		buf := make([]byte, 128<<10)
+		b.StartTimer()
+		for off := int64(0); ; {
+			n, err := h.(ns.ReaderAt).ReadAt(bg, buf, off)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+			off += int64(n)
+		}
+		b.StopTimer()
+		h.Close()
+		c.Close()
+		b.StartTimer()
+	}
+	b.SetBytes(int64(len(data)))
+}
+
+func TestCleanDataSurvivesRestartAndIsRevalidated(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	b := newLocalBackend(t)
+	b.put(t, "/same", []byte("unchanged"))
+	b.put(t, "/other", []byte("before"))
+	c1, err := New(dir, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := c1.Root("local://restart", b, Options{TRead: time.Hour})
+	cat(t, root, "same")
+	cat(t, root, "other")
+	c1.Close()
+	b.put(t, "/other", []byte("after!"))
+
+	c2, err := New(dir, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	root = c2.Root("local://restart", b, Options{TRead: time.Hour})
+	stats, reads := b.n("Stat"), b.n("ReadRange")
+	if got := cat(t, root, "same"); string(got) != "unchanged" {
+		t.Fatalf("read %q", got)
+	}
+	if b.n("Stat") != stats+1 || b.n("ReadRange") != reads {
+		t.Fatal("clean data from before the restart: want one Stat and no transfer")
+	}
+	if got := cat(t, root, "other"); string(got) != "after!" {
+		t.Fatalf("a file changed while the daemon was down reads %q", got)
+	}
+}
+
+func TestRenameDirectoryMovesCachedFiles(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.put(t, "/a/x", []byte("inside"))
+	root := c.Root("local://rd", b, Options{TRead: time.Hour})
+	cat(t, root, "a/x")
+	if err := root.(ns.Renamer).Rename(bg, "a", root, "b"); err != nil {
+		t.Fatal(err)
+	}
+	reads := b.n("ReadRange")
+	if got := cat(t, root, "b/x"); string(got) != "inside" {
+		t.Fatalf("read %q", got)
+	}
+	if b.n("ReadRange") != reads {
+		t.Fatal("cached data did not follow the directory")
+	}
+	if _, err := root.Lookup(bg, "a"); ns.Errno(err) != syscall.ENOENT {
+		t.Fatalf("old name: %v", err)
+	}
+	if _, _, err := root.(ns.Creator).Create(bg, ns.Caller{}, "b", os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); ns.Errno(err) != syscall.EEXIST {
+		t.Fatalf("O_EXCL on an existing name: %v", err)
+	}
+	if err := root.(ns.Renamer).Rename(bg, "b", readOnlyDir{}, "c"); ns.Errno(err) != syscall.EXDEV {
+		t.Fatalf("rename to another server: %v", err)
+	}
+}
+
+// readOnlyDir is a directory of some other provider.
+type readOnlyDir struct{}
+
+func (readOnlyDir) Attr(context.Context) (ns.Attr, error)           { return ns.Attr{Mode: os.ModeDir}, nil }
+func (readOnlyDir) Lookup(context.Context, string) (ns.Node, error) { return nil, nil }
+func (readOnlyDir) ReadDir(context.Context) ([]ns.DirEntry, error)  { return nil, nil }

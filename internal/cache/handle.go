@@ -1,0 +1,217 @@
+package cache
+
+import (
+	"context"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+
+	"wirefs/internal/ns"
+)
+
+// handle is an open file served by the daemon: reads come from the data
+// file, fetching misses.
+type handle struct {
+	f    *file
+	keep bool // the kernel may keep its pages: nothing changed since the last open
+
+	mu     sync.Mutex
+	next   int64 // where this handle's last fetch ended: a miss there is sequential
+	window int64 // its read-ahead
+	blob   *blob // the data file, kept open between reads (f.mu)
+}
+
+// kernelHandle is a complete, clean file: the data file itself, which the
+// doors give to the kernel (FUSE passthrough, fd injection).
+type kernelHandle struct {
+	*handle
+	kf *os.File
+}
+
+// writeHandle is a handle opened for writing.
+type writeHandle struct{ *handle }
+
+var (
+	_ ns.ReaderAt     = (*handle)(nil)
+	_ ns.PageCacher   = (*handle)(nil)
+	_ ns.Syncer       = (*handle)(nil)
+	_ ns.KernelObject = (*kernelHandle)(nil)
+	_ ns.WriterAt     = (*writeHandle)(nil)
+	_ ns.Flusher      = (*writeHandle)(nil)
+)
+
+func (h *handle) KeepPageCache() bool { return h.keep }
+
+func (k *kernelHandle) KernelFile() (*os.File, error) { return k.kf, nil }
+
+// readAhead returns how far a miss at off should read ahead: the window
+// doubles while misses are sequential.
+func (h *handle) readAhead(off int64) int64 {
+	base := h.f.t.o.ReadAhead
+	if base == 0 {
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if off == h.next && h.window > 0 {
+		h.window = min(2*h.window, max(base, maxReadAhead))
+	} else {
+		h.window = base
+	}
+	return h.window
+}
+
+func (h *handle) fetched(end int64) {
+	h.mu.Lock()
+	h.next = end
+	h.mu.Unlock()
+}
+
+// ReadAt reads from the cache, fetching what is missing. A short count
+// (without error) means the end of the file.
+func (h *handle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	f := h.f
+	for {
+		size, err := f.length(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if off >= size || len(p) == 0 {
+			return 0, nil
+		}
+		end := min(off+int64(len(p)), size)
+		if n, ok, err := h.readPresent(p[:end-off], off); ok || err != nil {
+			if err == nil {
+				h.prefetch(end)
+			}
+			return n, err
+		}
+		if err := f.need(ctx, off, end, h); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// prefetch keeps a sequential reader's pipe full: once it is within half a
+// window of where its read-ahead ends, the next window is fetched before
+// it gets there (only when a read-ahead slot is free).
+func (h *handle) prefetch(pos int64) {
+	f := h.f
+	t := f.t
+	if len(t.readAhead) == cap(t.readAhead) {
+		return
+	}
+	h.mu.Lock()
+	next, window := h.next, h.window
+	h.mu.Unlock()
+	if window == 0 || pos < next-window || next-pos > window/2 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if g, missing := f.present.gap(next, f.lengthLocked()); missing && g.off == next && f.fetchAt(next) == nil {
+		f.startFetchLocked(span{next, next}, h) // a failure shows at the reader's next miss
+	}
+}
+
+// readPresent reads p at off if all of it is in the data file (ok).
+func (h *handle) readPresent(p []byte, off int64) (n int, ok bool, err error) {
+	f := h.f
+	f.io.RLock()
+	defer f.io.RUnlock()
+	f.mu.Lock()
+	if _, missing := f.present.gap(off, off+int64(len(p))); missing {
+		f.mu.Unlock()
+		return 0, false, nil
+	}
+	if h.blob != f.data || h.blob == nil {
+		if h.blob != nil {
+			f.releaseLocked(h.blob)
+			h.blob = nil
+		}
+		if h.blob, err = f.acquireLocked(); err != nil {
+			f.mu.Unlock()
+			return 0, true, err
+		}
+	}
+	b := h.blob
+	f.mu.Unlock()
+	n, err = b.f.ReadAt(p, off)
+	if err == io.EOF && n < len(p) {
+		return n, true, ns.Errorf(syscall.EIO, "cache: the data file of %s is shorter than its record", f.remotePath())
+	}
+	if err != nil {
+		return n, true, diskError("reading", err)
+	}
+	return n, true, nil
+}
+
+// Sync is fsync: it returns when the server has the file.
+func (h *handle) Sync(ctx context.Context) error {
+	if h.f.t.w == nil {
+		return nil
+	}
+	return h.f.writeBack(ctx)
+}
+
+func (h *handle) Close() error {
+	f := h.f
+	f.mu.Lock()
+	f.opens--
+	if h.blob != nil {
+		f.releaseLocked(h.blob)
+		h.blob = nil
+	}
+	f.mu.Unlock()
+	return nil
+}
+
+func (k *kernelHandle) Close() error {
+	k.handle.Close()
+	return k.kf.Close()
+}
+
+func (w *writeHandle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	return w.f.writeAt(ctx, p, off)
+}
+
+// Flush runs at every close(2): with T_write = 0 it returns once the
+// server has the file (its errors are close's); otherwise it makes the
+// change durable locally and schedules the write-back T_write later.
+func (w *writeHandle) Flush(ctx context.Context) error {
+	f := w.f
+	if !f.isDirty() {
+		return nil
+	}
+	if f.t.o.TWrite == 0 {
+		return f.writeBack(ctx)
+	}
+	f.mu.Lock()
+	b, err := f.acquireLocked()
+	f.mu.Unlock()
+	if err == nil {
+		if serr := b.f.Sync(); serr != nil {
+			err = diskError("syncing", serr)
+		}
+		f.mu.Lock()
+		f.releaseLocked(b)
+		f.mu.Unlock()
+	}
+	f.schedule(f.t.o.TWrite)
+	return err
+}
+
+// Close makes sure a change is not left behind when the door did not
+// flush.
+func (w *writeHandle) Close() error {
+	f := w.f
+	w.handle.Close()
+	f.mu.Lock()
+	pending := f.dirty && f.timer == nil && f.storing == nil
+	f.mu.Unlock()
+	if pending {
+		f.schedule(f.t.o.TWrite)
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package ns
+
+import (
+	"context"
+	"os"
+	"time"
+)
+
+// The interfaces below are for nodes and handles that are stored files
+// (remote files behind the cache) rather than network endpoints. A door
+// asks for each one with a type assertion and answers EROFS, ENOTSUP or
+// EBADF when a node does not opt in.
+
+// WriterAt is a seekable file handle's write side.
+type WriterAt interface {
+	WriteAt(ctx context.Context, p []byte, off int64) (int, error)
+}
+
+// Flusher is called at every close(2) of a descriptor of the handle (FUSE
+// FLUSH), before close returns: write-back with T_write = 0 happens here,
+// so that when `cp` returns the server has the file.
+type Flusher interface {
+	Flush(ctx context.Context) error
+}
+
+// Syncer is fsync: it returns when the server has the data.
+type Syncer interface {
+	Sync(ctx context.Context) error
+}
+
+// SetAttr is a change of attributes; nil fields stay as they are.
+type SetAttr struct {
+	Size  *int64 // truncate
+	Mode  *os.FileMode
+	Mtime *time.Time
+}
+
+// Setattrer is a node whose attributes can be changed (truncate, chmod,
+// utimes). h is the open handle the change came through, or nil.
+type Setattrer interface {
+	Setattr(ctx context.Context, h Handle, a SetAttr) (Attr, error)
+}
+
+// Creator is a directory in which new files can be created and opened in
+// one step (open with O_CREAT of a name that does not exist).
+type Creator interface {
+	Create(ctx context.Context, c Caller, name string, flags int, perm os.FileMode) (Node, Handle, error)
+}
+
+// Mkdirer is a directory in which directories can be made.
+type Mkdirer interface {
+	Mkdir(ctx context.Context, name string, perm os.FileMode) (Node, error)
+}
+
+// Remover is a directory whose entries can be removed: files (unlink)
+// or, when dir is true, empty directories (rmdir).
+type Remover interface {
+	Remove(ctx context.Context, name string, dir bool) error
+}
+
+// Renamer is a directory whose entries can be renamed, into itself or into
+// another directory of the same provider (others get EXDEV).
+type Renamer interface {
+	Rename(ctx context.Context, name string, to Dir, toName string) error
+}
+
+// Cached is a node that says how long doors may cache its entry and
+// attributes: its consistency bound (T_read). Nodes that implement neither
+// Cached nor Volatile get the door's default.
+type Cached interface {
+	CacheTTL() time.Duration
+}
+
+// PageCacher is a file handle that tells doors whether the kernel may keep
+// the pages it cached during earlier opens: true when the file has not
+// changed since (validated on open).
+type PageCacher interface {
+	KeepPageCache() bool
+}

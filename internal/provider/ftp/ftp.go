@@ -1,0 +1,623 @@
+// Package ftp is the FTP and explicit-FTPS backend of remote files
+// (remote.Backend and remote.Writer) over github.com/jlaffaye/ftp.
+//
+// A session keeps a pool of logged-in control connections (pool.go):
+// FTP carries one transfer per connection, so parallel reads need several,
+// and logging in costs several round trips, so they are kept between
+// operations (with NOOPs) as Ufo does.
+//
+// Paths are from the login directory: "/" is where the server puts the
+// user after login (its PWD), "/pub/x" is PWD/pub/x.
+//
+// Which commands, and why:
+//   - Data connections: EPSV, then PASV (jlaffaye falls back per
+//     connection when EPSV is refused; when an EPSV port cannot be
+//     reached, new connections use PASV only).
+//   - Listings: MLSD when the server lists MLST in FEAT, else "LIST -a"
+//     (without -a, vsftpd and others hide dot files). Permission bits come
+//     from the raw lines (listing.go).
+//   - Stat: the parent's listing, for every server. vsftpd has no MLST;
+//     SIZE+MDTM would be cheaper but give no permission bits and a
+//     different mtime precision than the listing, and a cache that
+//     compares a listed mtime with a stat'ed one would then see every file
+//     change. The cost is one listing per Stat; List answers whole
+//     directories at once.
+//   - Reads: RETR with REST for the offset; an early Close closes the data
+//     connection and waits at most abortWait for the server's reply.
+//   - Store: STOR straight to the name (see Store for why not a temporary
+//     name and RNFR/RNTO); SITE CHMOD for modes; MKD, RMD, DELE,
+//     RNFR/RNTO.
+package ftp
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/textproto"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	ftplib "github.com/jlaffaye/ftp"
+
+	"wirefs/internal/ns"
+	"wirefs/internal/remote"
+)
+
+// Defaults for zero Options.
+const (
+	defaultConnectTimeout = 15 * time.Second
+	defaultTimeout        = 60 * time.Second
+)
+
+// Backend is one FTP session. It implements remote.Backend and
+// remote.Writer.
+type Backend struct {
+	addr     string // host:port
+	host     string // for messages and ~/.netrc
+	user     string
+	password string // never logged nor put in errors
+	tls      *tls.Config
+	log      *slog.Logger
+	times    poolTimes
+
+	connectTimeout time.Duration
+	timeout        time.Duration
+	home           string // PWD after login: what "/" means
+
+	slots     chan struct{} // one per leased connection: at most MaxConns
+	transfers chan struct{} // one per leased transfer: at most MaxConns-1
+	noEPSV    atomic.Bool
+
+	mu     sync.Mutex
+	idle   []*pconn
+	live   map[*pconn]struct{}
+	closed bool
+	done   chan struct{}
+	wg     sync.WaitGroup
+}
+
+var (
+	_ remote.Dialer  = Dial
+	_ remote.Backend = (*Backend)(nil)
+	_ remote.Writer  = (*Backend)(nil)
+)
+
+// Dial starts a session with server, "[user@]host[:port]" (port 21 by
+// default). It logs in once, so that a wrong password or an unreachable
+// server shows here.
+//
+// Credentials: the user from the name, with the password ~/.netrc gives
+// for the host (whose login is used too when the name has none), else
+// the one o.Askpass returns; with no user and no ~/.netrc entry, the
+// anonymous login ("anonymous", password "anonymous@").
+func Dial(ctx context.Context, server string, o remote.Options) (remote.Backend, error) {
+	return dial(ctx, server, o, defaultPoolTimes)
+}
+
+func dial(ctx context.Context, server string, o remote.Options, times poolTimes) (*Backend, error) {
+	user, host, port, err := parseServer(server)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{
+		addr:           net.JoinHostPort(host, port),
+		host:           host,
+		log:            o.Log,
+		times:          times,
+		connectTimeout: o.ConnectTimeout,
+		timeout:        o.Timeout,
+		slots:          make(chan struct{}, MaxConns),
+		transfers:      make(chan struct{}, MaxConns-1),
+		live:           map[*pconn]struct{}{},
+		done:           make(chan struct{}),
+	}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	if b.connectTimeout <= 0 {
+		b.connectTimeout = defaultConnectTimeout
+	}
+	if b.timeout <= 0 {
+		b.timeout = defaultTimeout
+	}
+	if o.TLS {
+		b.tls = &tls.Config{
+			ServerName: host,
+			RootCAs:    o.RootCAs,
+			MinVersion: tls.VersionTLS12,
+			// Servers that insist data connections resume the control
+			// connection's TLS session (vsftpd's require_ssl_reuse)
+			// get the resumption from this cache.
+			ClientSessionCache: tls.NewLRUClientSessionCache(MaxConns),
+		}
+	}
+	if b.user, b.password, err = credentials(user, host, o); err != nil {
+		return nil, err
+	}
+
+	pc, err := b.get(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	home, err := pc.sc.CurrentDir()
+	if err != nil {
+		b.discard(pc)
+		b.Close()
+		if isConnLoss(err) {
+			return nil, b.lossError(ctx, "pwd", "/", err)
+		}
+		return nil, ns.Errorf(syscall.EIO, "ftp: %s does not say the login directory (PWD): %v", host, err)
+	}
+	b.home = home
+	b.put(pc)
+	b.wg.Add(1)
+	go b.janitor()
+	b.log.Debug("ftp: session started", "host", host, "user", b.user, "home", home, "tls", o.TLS)
+	return b, nil
+}
+
+// parseServer splits "[user@]host[:port]"; host may be a bracketed IPv6
+// address.
+func parseServer(server string) (user, host, port string, err error) {
+	hostport := server
+	if i := strings.LastIndexByte(server, '@'); i >= 0 {
+		user, hostport = server[:i], server[i+1:]
+		if user == "" {
+			return "", "", "", ns.Errorf(syscall.EINVAL, "ftp: %q: empty user name before '@'", server)
+		}
+	}
+	host, port = hostport, "21"
+	if strings.HasPrefix(hostport, "[") || strings.Count(hostport, ":") == 1 {
+		if host, port, err = net.SplitHostPort(hostport); err != nil {
+			if !strings.HasPrefix(hostport, "[") || !strings.HasSuffix(hostport, "]") {
+				return "", "", "", ns.Errorf(syscall.EINVAL, "ftp: %q is not [user@]host[:port]", server)
+			}
+			host, port = hostport[1:len(hostport)-1], "21"
+		}
+	}
+	if n, perr := strconv.Atoi(port); perr != nil || n < 1 || n > 65535 {
+		return "", "", "", ns.Errorf(syscall.EINVAL, "ftp: %q: port %q is not a number from 1 to 65535", server, port)
+	}
+	if host == "" || strings.ContainsAny(host, "/@[] \t\r\n") {
+		return "", "", "", ns.Errorf(syscall.EINVAL, "ftp: %q is not [user@]host[:port]", server)
+	}
+	return user, host, port, nil
+}
+
+// credentials picks the login for user (possibly "") on host.
+func credentials(user, host string, o remote.Options) (login, password string, err error) {
+	nlogin, npassword, ok, err := remote.Netrc(o.Home, host)
+	if err != nil {
+		return "", "", ns.Errorf(syscall.EACCES, "ftp: cannot read ~/.netrc: %v", err)
+	}
+	switch {
+	case user == "" && ok && nlogin != "":
+		return nlogin, npassword, nil
+	case user == "":
+		return "anonymous", "anonymous@", nil
+	case ok && (nlogin == "" || nlogin == user):
+		return user, npassword, nil
+	case o.Askpass != nil:
+		p, err := o.Askpass(fmt.Sprintf("Password for ftp://%s@%s: ", user, host))
+		if err != nil {
+			return "", "", ns.Errorf(syscall.EACCES, "ftp: no password for %s@%s: %v", user, host, err)
+		}
+		return user, p, nil
+	}
+	// No password anywhere: some servers accept the user without one;
+	// the others refuse the login with a clear message.
+	return user, "", nil
+}
+
+// serverPath is p on the server: below the login directory.
+func (b *Backend) serverPath(p string) string { return path.Join(b.home, p) }
+
+// use leases a connection and runs fn on it; ctx cancellation breaks the
+// connection. A refusal is explained (errors.go). A connection that turned
+// out dead is discarded; when it had been idle in the pool (the server may
+// have restarted since) and canRetry allows, the operation runs once more
+// on a new connection. On success the connection stays leased to the
+// caller, who must put it back.
+func (b *Backend) use(ctx context.Context, transfer bool, op, p string, canRetry func() bool, fn func(pc *pconn) error) (*pconn, error) {
+	for attempt := 0; ; attempt++ {
+		pc, err := b.get(ctx, transfer)
+		if err != nil {
+			return nil, err
+		}
+		stop := context.AfterFunc(ctx, pc.kill)
+		err = fn(pc)
+		lost := isConnLoss(err)
+		if err != nil && !lost {
+			err = pc.explain(op, p, err)
+		}
+		if !stop() {
+			// ctx fired: the connection is broken whatever fn saw.
+			b.discard(pc)
+			return nil, b.lossError(ctx, op, p, context.Cause(ctx))
+		}
+		if err == nil {
+			pc.lastUsed = time.Now()
+			return pc, nil
+		}
+		if !lost {
+			if pc.broken {
+				b.discard(pc)
+			} else {
+				b.put(pc)
+			}
+			return nil, err
+		}
+		b.discard(pc)
+		if attempt == 0 && pc.reused && !isTimeout(err) && (canRetry == nil || canRetry()) {
+			b.log.Debug("ftp: pooled connection lost; reconnecting", "host", b.host, "op", op, "err", err)
+			b.dropIdle()
+			continue
+		}
+		return nil, b.lossError(ctx, op, p, err)
+	}
+}
+
+// do is use for operations that give the connection back at once.
+func (b *Backend) do(ctx context.Context, op, p string, fn func(pc *pconn) error) error {
+	pc, err := b.use(ctx, false, op, p, nil, fn)
+	if err == nil {
+		b.put(pc)
+	}
+	return err
+}
+
+// isRefusalText reports whether err is a bare message from the server
+// rather than a failure of the connection.
+func isRefusalText(err error) bool {
+	var ne net.Error
+	var errno syscall.Errno
+	return !errors.As(err, &ne) && !errors.As(err, &errno) && !errors.Is(err, io.EOF) &&
+		!errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// Stat returns the attributes of p from its parent's listing (see the
+// package comment for why).
+func (b *Backend) Stat(ctx context.Context, p string) (remote.Info, error) {
+	var info remote.Info
+	err := b.do(ctx, "stat", p, func(pc *pconn) error {
+		i, found, err := pc.find(p)
+		if err == nil && !found {
+			return ns.Errorf(syscall.ENOENT, "ftp stat %s on %s: no such file", p, b.host)
+		}
+		info = i
+		return err
+	})
+	return info, err
+}
+
+// List returns the entries of directory p.
+func (b *Backend) List(ctx context.Context, p string) ([]remote.Info, error) {
+	var infos []remote.Info
+	err := b.do(ctx, "list", p, func(pc *pconn) error {
+		entries, self, err := pc.list(p)
+		if err != nil {
+			return err
+		}
+		// A listing names "." (LIST -a) or its cdir (MLSD) only for a
+		// directory. Without it, the server may have listed a file, or
+		// (vsftpd) nothing for a missing path: look.
+		if !self && p != "/" {
+			info, found, err := pc.find(p)
+			if err != nil {
+				return err
+			}
+			if !found {
+				return ns.Errorf(syscall.ENOENT, "ftp list %s on %s: no such directory", p, b.host)
+			}
+			if !info.Mode.IsDir() {
+				return ns.Errorf(syscall.ENOTDIR, "ftp list %s on %s: not a directory", p, b.host)
+			}
+		}
+		infos = entries
+		return nil
+	})
+	return infos, err
+}
+
+// list lists directory p on pc, with permission bits.
+func (pc *pconn) list(p string) (entries []remote.Info, self bool, err error) {
+	arg := pc.b.serverPath(p)
+	if !pc.sc.IsTimePreciseInList() { // LIST, not MLSD
+		arg = "-a " + arg
+	}
+	var raw strings.Builder
+	pc.capture = &raw
+	es, err := pc.sc.List(arg)
+	pc.capture = nil
+	if err != nil {
+		return nil, false, err
+	}
+	entries, self = entryInfos(raw.String(), es)
+	return entries, self, nil
+}
+
+// find looks p up in its parent's listing; "/" (the login directory) is
+// always there.
+func (pc *pconn) find(p string) (info remote.Info, found bool, err error) {
+	if p == "/" {
+		return remote.Info{Name: "/", Mode: os.ModeDir | 0o755, Size: -1}, true, nil
+	}
+	entries, _, err := pc.list(path.Dir(p))
+	if err != nil {
+		return remote.Info{}, false, err
+	}
+	name := path.Base(p)
+	for _, e := range entries {
+		if e.Name == name {
+			return e, true, nil
+		}
+	}
+	return remote.Info{}, false, nil
+}
+
+// ReadRange returns n bytes (n < 0: all) of p from off: RETR after REST.
+// The reader holds a transfer connection until it is closed.
+func (b *Backend) ReadRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
+	if off < 0 {
+		return nil, ns.Errorf(syscall.EINVAL, "ftp read %s: negative offset %d", p, off)
+	}
+	var resp *ftplib.Response
+	pc, err := b.use(ctx, true, "read", p, nil, func(pc *pconn) error {
+		var err error
+		resp, err = pc.sc.RetrFrom(b.serverPath(p), uint64(off))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := &rangeReader{b: b, pc: pc, resp: resp, path: p, left: n, ctx: ctx}
+	r.stop = context.AfterFunc(ctx, pc.kill)
+	return r, nil
+}
+
+// rangeReader reads one RETR's data connection.
+type rangeReader struct {
+	b    *Backend
+	pc   *pconn
+	resp *ftplib.Response
+	path string
+	left int64 // bytes still wanted; < 0: to the end
+	ctx  context.Context
+	stop func() bool
+
+	done   bool // the server's data ended and its final reply was read
+	err    error
+	closed bool
+}
+
+func (r *rangeReader) Read(p []byte) (int, error) {
+	switch {
+	case r.err != nil:
+		return 0, r.err
+	case r.closed:
+		return 0, ns.Errorf(syscall.EBADF, "ftp read %s: reader is closed", r.path)
+	case r.done || r.left == 0:
+		return 0, io.EOF
+	}
+	if r.left > 0 && int64(len(p)) > r.left {
+		p = p[:r.left]
+	}
+	n, err := r.resp.Read(p)
+	if r.left > 0 {
+		r.left -= int64(n)
+	}
+	switch {
+	case err == io.EOF:
+		// The data ended: the reply says whether it ended because the
+		// file did or because the transfer failed.
+		r.done = true
+		if cerr := r.resp.Close(); cerr != nil {
+			r.err = r.fail(cerr)
+			return n, r.err
+		}
+		return n, io.EOF
+	case err != nil:
+		r.err = r.fail(err)
+		return n, r.err
+	}
+	return n, nil
+}
+
+// fail turns a transfer error into the caller's error.
+func (r *rangeReader) fail(err error) error {
+	if !isConnLoss(err) {
+		var reply *textproto.Error
+		if errors.As(err, &reply) {
+			return ns.Errorf(syscall.EIO, "ftp read %s on %s: transfer failed: %d %s", r.path, r.b.host, reply.Code, strings.TrimSpace(reply.Msg))
+		}
+		return err
+	}
+	r.pc.kill()
+	return r.b.lossError(r.ctx, "read", r.path, err)
+}
+
+// Close ends the transfer. Before the end of the data it closes the data
+// connection (the server then aborts the transfer and replies), waits at
+// most abortWait for that reply and checks with a NOOP that nothing else
+// is pending; a connection that fails this is discarded, not reused.
+func (r *rangeReader) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	if !r.stop() || (r.err != nil && isConnLoss(r.err)) {
+		r.b.discard(r.pc)
+		return nil
+	}
+	if !r.done {
+		r.pc.ctrl.timeout.Store(int64(abortWait))
+		err := r.resp.Close()
+		var reply *textproto.Error
+		if (err == nil || errors.As(err, &reply)) && r.pc.sc.NoOp() == nil {
+			r.pc.ctrl.timeout.Store(int64(r.b.timeout))
+		} else {
+			r.b.discard(r.pc)
+			return nil
+		}
+	}
+	r.pc.lastUsed = time.Now()
+	r.b.put(r.pc)
+	return nil
+}
+
+// Store writes size bytes of r (size < 0: all of r) to p with STOR.
+//
+// Straight to the name, not to a temporary name renamed into place: many
+// servers let a user upload but not rename or delete (vsftpd's anonymous
+// uploads without anon_other_write_enable, "incoming" directories), so a
+// rename would fail where a plain upload works, and a failed upload would
+// leave temporary files the user cannot remove. A failed STOR may leave a
+// partial file; Store then returns an error and the caller (the cache's
+// write-back) retries, and a successful STOR leaves the whole file.
+func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, perm os.FileMode) error {
+	src := &countingReader{r: r}
+	if size >= 0 {
+		src.r = io.LimitReader(r, size)
+	}
+	var created bool
+	pc, err := b.use(ctx, true, "store", p, func() bool { return src.n == 0 }, func(pc *pconn) error {
+		sp := b.serverPath(p)
+		if perm != 0 {
+			// SIZE is the cheapest "does it exist" (no data
+			// connection); only a new file gets perm.
+			_, serr := pc.sc.FileSize(sp)
+			if serr != nil && isConnLoss(serr) {
+				return serr
+			}
+			created = serr != nil
+		}
+		return pc.sc.Stor(sp, src)
+	})
+	if err != nil {
+		return err
+	}
+	if size >= 0 && src.n != size {
+		b.put(pc)
+		return ns.Errorf(syscall.EIO, "ftp store %s: the data ended after %d of %d bytes", p, src.n, size)
+	}
+	if created {
+		pc.chmodQuietly(p, perm)
+	}
+	b.put(pc)
+	return nil
+}
+
+// countingReader counts what STOR has taken, so that Store retries only
+// when nothing was consumed yet.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Mkdir makes directory p with MKD, then asks for perm (servers apply
+// their own umask; a refusal of the mode does not undo the directory).
+func (b *Backend) Mkdir(ctx context.Context, p string, perm os.FileMode) error {
+	return b.do(ctx, "mkdir", p, func(pc *pconn) error {
+		if err := pc.sc.MakeDir(b.serverPath(p)); err != nil {
+			return err
+		}
+		if perm != 0 {
+			pc.chmodQuietly(p, perm)
+		}
+		return nil
+	})
+}
+
+// Remove deletes file p with DELE.
+func (b *Backend) Remove(ctx context.Context, p string) error {
+	return b.do(ctx, "remove", p, func(pc *pconn) error { return pc.sc.Delete(b.serverPath(p)) })
+}
+
+// Rmdir removes empty directory p with RMD.
+func (b *Backend) Rmdir(ctx context.Context, p string) error {
+	return b.do(ctx, "rmdir", p, func(pc *pconn) error { return pc.sc.RemoveDir(b.serverPath(p)) })
+}
+
+// Rename renames with RNFR/RNTO.
+func (b *Backend) Rename(ctx context.Context, from, to string) error {
+	return b.do(ctx, "rename", from, func(pc *pconn) error {
+		return pc.sc.Rename(b.serverPath(from), b.serverPath(to))
+	})
+}
+
+// Chmod sets permission bits with SITE CHMOD; ENOTSUP where the server has
+// no such command.
+func (b *Backend) Chmod(ctx context.Context, p string, perm os.FileMode) error {
+	return b.do(ctx, "chmod", p, func(pc *pconn) error { return pc.chmod(p, perm) })
+}
+
+func (pc *pconn) chmod(p string, perm os.FileMode) error {
+	mode := perm.Perm()
+	if perm&os.ModeSetuid != 0 {
+		mode |= 0o4000
+	}
+	if perm&os.ModeSetgid != 0 {
+		mode |= 0o2000
+	}
+	if perm&os.ModeSticky != 0 {
+		mode |= 0o1000
+	}
+	_, err := pc.raw(fmt.Sprintf("SITE CHMOD %04o %s", uint32(mode), pc.b.serverPath(p)))
+	return err
+}
+
+// chmodQuietly applies the mode asked for at creation where the server
+// allows; where it does not, the file keeps the server's mode.
+func (pc *pconn) chmodQuietly(p string, perm os.FileMode) {
+	if err := pc.chmod(p, perm); err != nil {
+		pc.b.log.Debug("ftp: server did not set the mode of a new file", "host", pc.b.host, "path", p, "err", err)
+	}
+}
+
+// Close ends the session: idle connections say QUIT, leased ones are cut
+// (their operations fail), the keepalive goroutine stops.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	close(b.done)
+	idle := b.idle
+	b.idle = nil
+	inUse := make([]*pconn, 0, len(b.live))
+	for pc := range b.live {
+		inUse = append(inUse, pc)
+	}
+	b.mu.Unlock()
+	for _, pc := range idle {
+		pc.quit()
+	}
+	for _, pc := range inUse {
+		pc.kill()
+	}
+	b.wg.Wait()
+	return nil
+}

@@ -1,0 +1,660 @@
+package ftp
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"wirefs/internal/ns"
+	"wirefs/internal/remote"
+	"wirefs/internal/testsrv"
+)
+
+// fixture is a vsftpd serving root to a throwaway local user whose
+// password is in a ~/.netrc under home.
+type fixture struct {
+	root   string
+	server string // user@127.0.0.1:port
+	home   string
+	srv    *testsrv.VsftpdServer
+}
+
+// newFixture fills root with files, then starts vsftpd (which gives the
+// tree to the FTP user).
+func newFixture(t *testing.T, files map[string]string, opts ...testsrv.VsftpdOption) *fixture {
+	t.Helper()
+	f := &fixture{root: t.TempDir(), home: t.TempDir()}
+	for name, data := range files {
+		p := filepath.Join(f.root, name)
+		if strings.HasSuffix(name, "/") {
+			mustDo(t, os.MkdirAll(p, 0o755))
+			continue
+		}
+		mustDo(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		mustDo(t, os.WriteFile(p, []byte(data), 0o644))
+	}
+	opts = append(opts, testsrv.VsftpdLocalUser(), testsrv.VsftpdControl(&f.srv))
+	addr, user, password := testsrv.Vsftpd(t, f.root, opts...)
+	f.server = user + "@" + addr
+	host := strings.Split(addr, ":")[0]
+	mustDo(t, os.WriteFile(filepath.Join(f.home, ".netrc"), []byte(fmt.Sprintf("machine %s login %s password %s\n", host, user, password)), 0o600))
+	return f
+}
+
+func (f *fixture) dial(t *testing.T, o remote.Options) *Backend {
+	t.Helper()
+	if o.Home == "" {
+		o.Home = f.home
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 10 * time.Second
+	}
+	b, err := dial(context.Background(), f.server, o, defaultPoolTimes)
+	if err != nil {
+		t.Fatalf("Dial %s: %v", f.server, err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantErrno(t *testing.T, what string, err error, want syscall.Errno) {
+	t.Helper()
+	if got := ns.Errno(err); got != want {
+		t.Errorf("%s: got %v (errno %v), want %v", what, err, got, want)
+	}
+}
+
+func readAll(t *testing.T, b *Backend, p string, off, n int64) []byte {
+	t.Helper()
+	r, err := b.ReadRange(context.Background(), p, off, n)
+	if err != nil {
+		t.Fatalf("ReadRange(%s, %d, %d): %v", p, off, n, err)
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("read %s: %v", p, err)
+	}
+	mustDo(t, r.Close())
+	return data
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b)
+	return b
+}
+
+func TestStatAndList(t *testing.T) {
+	f := newFixture(t, map[string]string{
+		"a.txt":         "hello\n",
+		".hidden":       "dot",
+		"run.sh":        "#!/bin/sh\n",
+		"sub/inner.txt": "inner",
+		"empty/":        "",
+		"two words":     "spaced",
+	})
+	mustDo(t, os.Chmod(filepath.Join(f.root, "run.sh"), 0o755))
+	mustDo(t, os.Chmod(filepath.Join(f.root, "sub"), 0o750))
+	recent := time.Now().Add(-time.Hour).Truncate(time.Minute).UTC()
+	mustDo(t, os.Chtimes(filepath.Join(f.root, "a.txt"), recent, recent))
+	old := time.Date(2019, 3, 4, 5, 6, 7, 0, time.UTC)
+	mustDo(t, os.Chtimes(filepath.Join(f.root, "sub/inner.txt"), old, old))
+	b := f.dial(t, remote.Options{})
+	ctx := context.Background()
+
+	infos, err := b.List(ctx, "/")
+	mustDo(t, err)
+	got := map[string]remote.Info{}
+	var names []string
+	for _, i := range infos {
+		got[i.Name] = i
+		names = append(names, i.Name)
+	}
+	sort.Strings(names)
+	if want := ".hidden a.txt empty run.sh sub two words"; strings.Join(names, " ") != want {
+		t.Fatalf("List / = %q, want %q", names, want)
+	}
+	if i := got["a.txt"]; i.Size != 6 || i.Mode != 0o644 || !i.Mtime.Equal(recent) {
+		t.Errorf("a.txt: %+v, want size 6, mode 0644, mtime %v", i, recent)
+	}
+	if i := got["run.sh"]; i.Mode != 0o755 {
+		t.Errorf("run.sh mode %v, want 0755", i.Mode)
+	}
+	if i := got["sub"]; i.Mode != os.ModeDir|0o750 {
+		t.Errorf("sub mode %v, want drwxr-x---", i.Mode)
+	}
+
+	st, err := b.Stat(ctx, "/sub/inner.txt")
+	mustDo(t, err)
+	// ls shows only the day for files older than six months.
+	if st.Name != "inner.txt" || st.Size != 5 || !st.Mtime.Equal(old.Truncate(24*time.Hour)) {
+		t.Errorf("Stat /sub/inner.txt = %+v, want size 5 and mtime %v", st, old.Truncate(24*time.Hour))
+	}
+	if st, err := b.Stat(ctx, "/a.txt"); err != nil || st != got["a.txt"] {
+		t.Errorf("Stat /a.txt = %+v, %v; want what List says: %+v", st, err, got["a.txt"])
+	}
+	if got := readAll(t, b, "/two words", 1, 3); string(got) != "pac" {
+		t.Errorf("read of a name with a space: %q", got)
+	}
+	if st, err := b.Stat(ctx, "/empty"); err != nil || !st.Mode.IsDir() {
+		t.Errorf("Stat /empty = %+v, %v; want a directory", st, err)
+	}
+	if st, err := b.Stat(ctx, "/"); err != nil || !st.Mode.IsDir() {
+		t.Errorf("Stat / = %+v, %v; want a directory", st, err)
+	}
+	if l, err := b.List(ctx, "/empty"); err != nil || len(l) != 0 {
+		t.Errorf("List /empty = %v, %v; want empty", l, err)
+	}
+
+	_, err = b.Stat(ctx, "/nope")
+	wantErrno(t, "Stat /nope", err, syscall.ENOENT)
+	_, err = b.Stat(ctx, "/nodir/nope")
+	wantErrno(t, "Stat /nodir/nope", err, syscall.ENOENT)
+	_, err = b.List(ctx, "/nope")
+	wantErrno(t, "List /nope", err, syscall.ENOENT)
+	_, err = b.List(ctx, "/a.txt")
+	wantErrno(t, "List /a.txt", err, syscall.ENOTDIR)
+	_, err = b.ReadRange(ctx, "/nope", 0, -1)
+	wantErrno(t, "ReadRange /nope", err, syscall.ENOENT)
+	_, err = b.ReadRange(ctx, "/sub", 0, -1)
+	wantErrno(t, "ReadRange /sub", err, syscall.EISDIR)
+}
+
+func TestReadRange(t *testing.T) {
+	data := randomBytes(3<<20 + 17)
+	f := newFixture(t, map[string]string{"big": string(data)})
+	b := f.dial(t, remote.Options{})
+	for _, c := range []struct{ off, n int64 }{
+		{0, -1}, {0, 10}, {1, 1}, {12345, 5000}, {int64(len(data)) - 10, 10},
+		{int64(len(data)) - 10, 100}, // fewer bytes only at the end
+		{1 << 20, -1}, {int64(len(data)), 10}, {int64(len(data)) + 5, -1},
+	} {
+		got := readAll(t, b, "/big", c.off, c.n)
+		lo := min(c.off, int64(len(data)))
+		hi := int64(len(data))
+		if c.n >= 0 {
+			hi = min(lo+c.n, hi)
+		}
+		if !bytes.Equal(got, data[lo:hi]) {
+			t.Errorf("ReadRange(%d, %d): %d bytes, want %d bytes of the file from %d", c.off, c.n, len(got), hi-lo, lo)
+		}
+	}
+	// Abandoned transfers: the connections go back to the pool.
+	for i := 0; i < 2*MaxConns; i++ {
+		r, err := b.ReadRange(context.Background(), "/big", int64(i)*1000, -1)
+		mustDo(t, err)
+		buf := make([]byte, 100)
+		if _, err := io.ReadFull(r, buf); err != nil || !bytes.Equal(buf, data[i*1000:i*1000+100]) {
+			t.Fatalf("read %d: %v", i, err)
+		}
+		mustDo(t, r.Close())
+	}
+	if n := b.liveConns(); n > MaxConns || n < 1 {
+		t.Errorf("%d connections after abandoned reads, want 1..%d", n, MaxConns)
+	}
+	if _, err := b.Stat(context.Background(), "/big"); err != nil {
+		t.Errorf("Stat after abandoned reads: %v", err)
+	}
+}
+
+func TestStoreAndReadBack(t *testing.T) {
+	f := newFixture(t, map[string]string{"dir/": "", "old": strings.Repeat("x", 1000)})
+	b := f.dial(t, remote.Options{})
+	ctx := context.Background()
+	data := randomBytes(16 << 20)
+	mustDo(t, b.Store(ctx, "/dir/big.bin", bytes.NewReader(data), int64(len(data)), 0o600))
+	got := readAll(t, b, "/dir/big.bin", 0, -1)
+	if sha256.Sum256(got) != sha256.Sum256(data) {
+		t.Fatalf("read back %d bytes with another checksum than the %d stored", len(got), len(data))
+	}
+	onDisk, err := os.ReadFile(filepath.Join(f.root, "dir/big.bin"))
+	mustDo(t, err)
+	if sha256.Sum256(onDisk) != sha256.Sum256(data) {
+		t.Fatal("the server's file differs from what was stored")
+	}
+	if fi, _ := os.Stat(filepath.Join(f.root, "dir/big.bin")); fi.Mode().Perm() != 0o600 {
+		t.Errorf("new file mode %v, want 0600", fi.Mode().Perm())
+	}
+	// Replacing keeps the mode and leaves exactly the new contents.
+	mustDo(t, b.Store(ctx, "/old", strings.NewReader("short"), 5, 0o600))
+	if got, _ := os.ReadFile(filepath.Join(f.root, "old")); string(got) != "short" {
+		t.Errorf("replaced file holds %q", got)
+	}
+	if fi, _ := os.Stat(filepath.Join(f.root, "old")); fi.Mode().Perm() != 0o644 {
+		t.Errorf("replaced file mode %v, want the old 0644", fi.Mode().Perm())
+	}
+	mustDo(t, b.Store(ctx, "/empty", strings.NewReader(""), 0, 0))
+	if fi, err := os.Stat(filepath.Join(f.root, "empty")); err != nil || fi.Size() != 0 {
+		t.Errorf("empty store: %v %v", fi, err)
+	}
+	err = b.Store(ctx, "/short", strings.NewReader("abc"), 10, 0)
+	wantErrno(t, "Store of a source shorter than its size", err, syscall.EIO)
+	err = b.Store(ctx, "/nodir/x", strings.NewReader("abc"), 3, 0)
+	wantErrno(t, "Store into a missing directory", err, syscall.ENOENT)
+	err = b.Store(ctx, "/dir", strings.NewReader("abc"), 3, 0)
+	wantErrno(t, "Store over a directory", err, syscall.EISDIR)
+}
+
+func TestMkdirRemoveRenameChmod(t *testing.T) {
+	f := newFixture(t, map[string]string{"f": "data", "full/x": "x"})
+	b := f.dial(t, remote.Options{})
+	ctx := context.Background()
+	disk := func(p string) string { return filepath.Join(f.root, p) }
+
+	mustDo(t, b.Mkdir(ctx, "/d", 0o700))
+	if fi, err := os.Stat(disk("d")); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Errorf("after Mkdir /d: %v %v, want a 0700 directory", fi, err)
+	}
+	wantErrno(t, "Mkdir of an existing name", b.Mkdir(ctx, "/d", 0o755), syscall.EEXIST)
+	wantErrno(t, "Mkdir in a missing directory", b.Mkdir(ctx, "/no/d", 0o755), syscall.ENOENT)
+
+	mustDo(t, b.Rename(ctx, "/d", "/e"))
+	if _, err := os.Stat(disk("e")); err != nil {
+		t.Errorf("after Rename /d /e: %v", err)
+	}
+	wantErrno(t, "Rename of a missing file", b.Rename(ctx, "/d", "/g"), syscall.ENOENT)
+	mustDo(t, b.Rename(ctx, "/f", "/e/f"))
+	if got, _ := os.ReadFile(disk("e/f")); string(got) != "data" {
+		t.Errorf("renamed file holds %q", got)
+	}
+
+	mustDo(t, b.Chmod(ctx, "/e/f", 0o751))
+	if fi, _ := os.Stat(disk("e/f")); fi.Mode().Perm() != 0o751 {
+		t.Errorf("after Chmod: %v", fi.Mode())
+	}
+	if st, err := b.Stat(ctx, "/e/f"); err != nil || st.Mode != 0o751 {
+		t.Errorf("Stat after Chmod: %v %v", st.Mode, err)
+	}
+	wantErrno(t, "Chmod of a missing file", b.Chmod(ctx, "/nope", 0o644), syscall.ENOENT)
+
+	wantErrno(t, "Rmdir of a non-empty directory", b.Rmdir(ctx, "/e"), syscall.ENOTEMPTY)
+	wantErrno(t, "Remove of a directory", b.Remove(ctx, "/e"), syscall.EISDIR)
+	wantErrno(t, "Rmdir of a file", b.Rmdir(ctx, "/e/f"), syscall.ENOTDIR)
+	mustDo(t, b.Remove(ctx, "/e/f"))
+	wantErrno(t, "Remove of a missing file", b.Remove(ctx, "/e/f"), syscall.ENOENT)
+	mustDo(t, b.Rmdir(ctx, "/e"))
+	wantErrno(t, "Rmdir of a missing directory", b.Rmdir(ctx, "/e"), syscall.ENOENT)
+	if _, err := os.Stat(disk("e")); !os.IsNotExist(err) {
+		t.Errorf("after Rmdir: %v", err)
+	}
+	wantErrno(t, "name with a line break", b.Mkdir(ctx, "/a\r\nDELE f", 0), syscall.EINVAL)
+}
+
+func TestPermissionDenied(t *testing.T) {
+	f := newFixture(t, nil)
+	// Created after the server started: owned by root, not the FTP user.
+	locked := filepath.Join(f.root, "locked")
+	mustDo(t, os.Mkdir(locked, 0o755))
+	mustDo(t, os.WriteFile(filepath.Join(locked, "secret"), []byte("s"), 0o600))
+	mustDo(t, os.WriteFile(filepath.Join(locked, "public"), []byte("p"), 0o644))
+	b := f.dial(t, remote.Options{})
+	ctx := context.Background()
+
+	_, err := b.ReadRange(ctx, "/locked/secret", 0, -1)
+	wantErrno(t, "read of a 0600 file of another user", err, syscall.EACCES)
+	wantErrno(t, "store into a directory of another user", b.Store(ctx, "/locked/new", strings.NewReader("x"), 1, 0), syscall.EACCES)
+	wantErrno(t, "overwrite of a file of another user", b.Store(ctx, "/locked/public", strings.NewReader("x"), 1, 0), syscall.EACCES)
+	wantErrno(t, "mkdir in a directory of another user", b.Mkdir(ctx, "/locked/d", 0o755), syscall.EACCES)
+	wantErrno(t, "remove in a directory of another user", b.Remove(ctx, "/locked/public"), syscall.EACCES)
+	wantErrno(t, "chmod of a file of another user", b.Chmod(ctx, "/locked/public", 0o777), syscall.EACCES)
+	wantErrno(t, "rename out of a directory of another user", b.Rename(ctx, "/locked/public", "/p"), syscall.EACCES)
+	// The session still works.
+	if _, err := b.List(ctx, "/locked"); err != nil {
+		t.Errorf("List /locked: %v", err)
+	}
+}
+
+func TestAnonymous(t *testing.T) {
+	root := t.TempDir()
+	mustDo(t, os.Mkdir(filepath.Join(root, "pub"), 0o755))
+	mustDo(t, os.WriteFile(filepath.Join(root, "pub", "readme"), []byte("anonymous read"), 0o644))
+	addr, _, _ := testsrv.Vsftpd(t, root)
+	b, err := Dial(context.Background(), addr, remote.Options{Home: t.TempDir(), Timeout: 10 * time.Second})
+	mustDo(t, err)
+	defer b.Close()
+	ctx := context.Background()
+	r, err := b.ReadRange(ctx, "/pub/readme", 0, -1)
+	mustDo(t, err)
+	got, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || string(got) != "anonymous read" {
+		t.Errorf("read /pub/readme: %q, %v", got, err)
+	}
+	w := b.(remote.Writer)
+	mustDo(t, w.Store(ctx, "/pub/up", strings.NewReader("uploaded"), 8, 0o644))
+	if got, _ := os.ReadFile(filepath.Join(root, "pub", "up")); string(got) != "uploaded" {
+		t.Errorf("anonymous upload: %q", got)
+	}
+	// vsftpd insists the anonymous root is not writable by the anonymous user.
+	wantErrno(t, "store at the read-only top", w.Store(ctx, "/top", strings.NewReader("x"), 1, 0), syscall.EACCES)
+	// Anonymous users never get SITE CHMOD from vsftpd.
+	wantErrno(t, "anonymous chmod", w.Chmod(ctx, "/pub/up", 0o600), syscall.EACCES)
+}
+
+func TestLoginFailures(t *testing.T) {
+	f := newFixture(t, map[string]string{"a": "a"})
+	host := strings.Split(strings.Split(f.server, "@")[1], ":")[0]
+	user := strings.Split(f.server, "@")[0]
+	netrc, _ := os.ReadFile(filepath.Join(f.home, ".netrc"))
+	password := strings.Fields(string(netrc))[5]
+
+	wrongHome := t.TempDir()
+	mustDo(t, os.WriteFile(filepath.Join(wrongHome, ".netrc"), []byte("machine "+host+" login "+user+" password not-"+password+"\n"), 0o600))
+	_, err := Dial(context.Background(), f.server, remote.Options{Home: wrongHome, Timeout: 10 * time.Second})
+	wantErrno(t, "Dial with a wrong password", err, syscall.EACCES)
+	if err != nil && strings.Contains(err.Error(), password) {
+		t.Errorf("error shows the password: %v", err)
+	}
+
+	// No ~/.netrc: Askpass is asked, once per session.
+	var prompts []string
+	askpass := func(prompt string) (string, error) {
+		prompts = append(prompts, prompt)
+		return password, nil
+	}
+	b, err := Dial(context.Background(), f.server, remote.Options{Home: t.TempDir(), Askpass: askpass, Timeout: 10 * time.Second})
+	mustDo(t, err)
+	defer b.Close()
+	if _, err := b.Stat(context.Background(), "/a"); err != nil {
+		t.Errorf("Stat after askpass login: %v", err)
+	}
+	if len(prompts) != 1 || strings.Contains(prompts[0], password) || !strings.Contains(prompts[0], user) {
+		t.Errorf("prompts %q", prompts)
+	}
+	// The login comes from ~/.netrc when the name has none.
+	b2, err := Dial(context.Background(), strings.Split(f.server, "@")[1], remote.Options{Home: f.home, Timeout: 10 * time.Second})
+	mustDo(t, err)
+	defer b2.Close()
+	if _, err := b2.Stat(context.Background(), "/a"); err != nil {
+		t.Errorf("Stat with the ~/.netrc login: %v", err)
+	}
+}
+
+func TestFTPS(t *testing.T) {
+	var pool *x509.CertPool
+	f := newFixture(t, map[string]string{"a.txt": "secure"}, testsrv.VsftpdTLS(&pool))
+	b := f.dial(t, remote.Options{TLS: true, RootCAs: pool})
+	ctx := context.Background()
+	if got := readAll(t, b, "/a.txt", 1, 3); string(got) != "ecu" {
+		t.Errorf("read over FTPS: %q", got)
+	}
+	data := randomBytes(1 << 20)
+	mustDo(t, b.Store(ctx, "/b", bytes.NewReader(data), int64(len(data)), 0o640))
+	if got := readAll(t, b, "/b", 0, -1); !bytes.Equal(got, data) {
+		t.Error("read back over FTPS differs")
+	}
+	mustDo(t, b.Chmod(ctx, "/b", 0o600))
+	if l, err := b.List(ctx, "/"); err != nil || len(l) != 2 {
+		t.Errorf("List over FTPS: %v %v", l, err)
+	}
+	// Without the test's trust root the certificate is refused.
+	_, err := Dial(ctx, f.server, remote.Options{Home: f.home, TLS: true, Timeout: 10 * time.Second})
+	wantErrno(t, "FTPS with an untrusted certificate", err, syscall.EACCES)
+	// And a plain session is refused by a server that insists on TLS.
+	_, err = Dial(ctx, f.server, remote.Options{Home: f.home, Timeout: 10 * time.Second})
+	wantErrno(t, "plain FTP to a TLS-only server", err, syscall.EACCES)
+}
+
+func TestPoolMetadataPriority(t *testing.T) {
+	files := map[string]string{}
+	contents := map[string][]byte{}
+	for i := 0; i < 2*MaxConns; i++ {
+		data := randomBytes(1<<20 + i)
+		name := fmt.Sprintf("f%d", i)
+		files[name] = string(data)
+		contents["/"+name] = data
+	}
+	f := newFixture(t, files)
+	b := f.dial(t, remote.Options{})
+	ctx := context.Background()
+
+	// Concurrent whole-file reads, more than there are connections.
+	errs := make(chan error, len(contents))
+	for p, want := range contents {
+		go func() {
+			r, err := b.ReadRange(ctx, p, 0, -1)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer r.Close()
+			got, err := io.ReadAll(r)
+			if err == nil && !bytes.Equal(got, want) {
+				err = fmt.Errorf("%s: read back differs", p)
+			}
+			errs <- err
+		}()
+	}
+	for range contents {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if n := b.liveConns(); n > MaxConns {
+		t.Errorf("%d connections, want at most %d", n, MaxConns)
+	}
+
+	// Every transfer slot busy: readers held open.
+	var held []io.ReadCloser
+	for i := 0; i < MaxConns-1; i++ {
+		r, err := b.ReadRange(ctx, fmt.Sprintf("/f%d", i), 0, -1)
+		mustDo(t, err)
+		held = append(held, r)
+	}
+	blocked := make(chan error, 1)
+	go func() {
+		r, err := b.ReadRange(ctx, "/f7", 0, 10)
+		if err == nil {
+			r.Close()
+		}
+		blocked <- err
+	}()
+	// Metadata still gets a connection.
+	if _, err := b.Stat(ctx, "/f1"); err != nil {
+		t.Fatalf("Stat while all transfer slots are busy: %v", err)
+	}
+	if _, err := b.List(ctx, "/"); err != nil {
+		t.Fatalf("List while all transfer slots are busy: %v", err)
+	}
+	select {
+	case err := <-blocked:
+		t.Fatalf("a read beyond the transfer slots did not wait (err %v)", err)
+	default:
+	}
+	held[0].Close()
+	if err := <-blocked; err != nil {
+		t.Errorf("waiting read: %v", err)
+	}
+	for _, r := range held[1:] {
+		r.Close()
+	}
+}
+
+func TestServerStallAndKill(t *testing.T) {
+	data := randomBytes(32 << 20)
+	f := newFixture(t, map[string]string{"big": string(data), "small": "s"})
+	const bound = 2 * time.Second
+	b := f.dial(t, remote.Options{Timeout: bound, ConnectTimeout: bound})
+	ctx := context.Background()
+
+	// A stalled server: ETIMEDOUT after about the bound, not a hang.
+	r, err := b.ReadRange(ctx, "/big", 0, -1)
+	mustDo(t, err)
+	buf := make([]byte, 64<<10)
+	_, err = io.ReadFull(r, buf)
+	mustDo(t, err)
+	f.srv.Stall()
+	start := time.Now()
+	_, err = io.Copy(io.Discard, r)
+	elapsed := time.Since(start)
+	r.Close()
+	wantErrno(t, "read from a stalled server", err, syscall.ETIMEDOUT)
+	if elapsed > 10*bound {
+		t.Errorf("stalled read failed after %v, bound %v", elapsed, bound)
+	}
+	start = time.Now()
+	_, err = b.Stat(ctx, "/small") // on a new connection: the server accepts, never greets
+	elapsed = time.Since(start)
+	wantErrno(t, "Stat on a stalled server", err, syscall.ETIMEDOUT)
+	if elapsed > 10*bound {
+		t.Errorf("Stat on a stalled server failed after %v, bound %v", elapsed, bound)
+	}
+	f.srv.Resume()
+	if _, err := b.Stat(ctx, "/small"); err != nil {
+		t.Fatalf("Stat after the server resumed: %v", err)
+	}
+
+	// A killed server: EIO, then the session recovers after a restart.
+	r, err = b.ReadRange(ctx, "/big", 0, -1)
+	mustDo(t, err)
+	_, err = io.ReadFull(r, buf)
+	mustDo(t, err)
+	f.srv.Kill()
+	_, err = io.Copy(io.Discard, r)
+	r.Close()
+	if e := ns.Errno(err); e != syscall.EIO && e != syscall.ETIMEDOUT {
+		t.Errorf("read from a killed server: %v (errno %v), want EIO or ETIMEDOUT", err, e)
+	}
+	_, err = b.Stat(ctx, "/small")
+	if e := ns.Errno(err); e != syscall.EIO && e != syscall.ETIMEDOUT {
+		t.Errorf("Stat on a dead server: %v (errno %v), want EIO or ETIMEDOUT", err, e)
+	}
+	f.srv.Start()
+	if _, err := b.Stat(ctx, "/small"); err != nil {
+		t.Fatalf("Stat after restart: %v", err)
+	}
+	if got := readAll(t, b, "/big", 1000, 1000); !bytes.Equal(got, data[1000:2000]) {
+		t.Error("read after restart differs")
+	}
+}
+
+func TestRestartBetweenOperations(t *testing.T) {
+	f := newFixture(t, map[string]string{"a": "a"})
+	b := f.dial(t, remote.Options{})
+	ctx := context.Background()
+	_, err := b.Stat(ctx, "/a")
+	mustDo(t, err)
+	// The pooled connections die with the server; the next operation
+	// reconnects once, without an error.
+	f.srv.Kill()
+	f.srv.Start()
+	if _, err := b.Stat(ctx, "/a"); err != nil {
+		t.Fatalf("Stat after a restart between operations: %v", err)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	f := newFixture(t, map[string]string{"a": "a", "big": strings.Repeat("b", 8<<20)})
+	b := f.dial(t, remote.Options{Timeout: time.Minute})
+	f.srv.Stall()
+	defer f.srv.Resume()
+	for _, op := range []struct {
+		name string
+		run  func(ctx context.Context) error
+	}{
+		{"Stat", func(ctx context.Context) error { _, err := b.Stat(ctx, "/a"); return err }},
+		{"ReadRange", func(ctx context.Context) error { _, err := b.ReadRange(ctx, "/big", 0, -1); return err }},
+		{"Store", func(ctx context.Context) error { return b.Store(ctx, "/x", strings.NewReader("x"), 1, 0) }},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- op.run(ctx) }()
+		time.Sleep(50 * time.Millisecond)
+		cancel()
+		select {
+		case err := <-done:
+			wantErrno(t, op.name+" cancelled", err, syscall.EINTR)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s did not return after cancellation", op.name)
+		}
+	}
+	f.srv.Resume()
+	if _, err := b.Stat(context.Background(), "/a"); err != nil {
+		t.Errorf("Stat after cancellations: %v", err)
+	}
+}
+
+func TestIdleConnectionsDropped(t *testing.T) {
+	f := newFixture(t, map[string]string{"a": "a"})
+	b, err := dial(context.Background(), f.server, remote.Options{Home: f.home, Timeout: 10 * time.Second},
+		poolTimes{keepAlive: 50 * time.Millisecond, idleTimeout: 400 * time.Millisecond})
+	mustDo(t, err)
+	defer b.Close()
+	if b.liveConns() != 1 {
+		t.Fatalf("%d connections after Dial, want 1", b.liveConns())
+	}
+	waitFor(t, "the idle connection to be closed", func() bool { return b.liveConns() == 0 })
+	if _, err := b.Stat(context.Background(), "/a"); err != nil {
+		t.Errorf("Stat after idle close: %v", err)
+	}
+}
+
+func TestNoLeaks(t *testing.T) {
+	f := newFixture(t, map[string]string{"a": strings.Repeat("a", 4<<20), "d/": ""})
+	ctx := context.Background()
+	countFDs := func() int { e, _ := os.ReadDir("/proc/self/fd"); return len(e) }
+	// Warm up what the runtime and the test server keep.
+	runtime.GC()
+	goroutines, fds := runtime.NumGoroutine(), countFDs()
+
+	b, err := Dial(ctx, f.server, remote.Options{Home: f.home, Timeout: 10 * time.Second})
+	mustDo(t, err)
+	w := b.(remote.Writer)
+	for i := 0; i < 3; i++ {
+		r, err := b.ReadRange(ctx, "/a", int64(i)*100, 1000)
+		mustDo(t, err)
+		io.ReadAll(r)
+		r.Close()
+		r, err = b.ReadRange(ctx, "/a", 0, -1)
+		mustDo(t, err)
+		io.ReadFull(r, make([]byte, 100)) // abandoned
+		r.Close()
+	}
+	held, err := b.ReadRange(ctx, "/a", 0, -1) // still open at Close
+	mustDo(t, err)
+	mustDo(t, w.Store(ctx, "/d/x", strings.NewReader("x"), 1, 0o600))
+	b.List(ctx, "/")
+	b.Stat(ctx, "/nope")
+	mustDo(t, b.Close())
+	held.Close()
+	waitFor(t, "goroutines and fds back to the baseline", func() bool {
+		return runtime.NumGoroutine() <= goroutines && countFDs() <= fds
+	})
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("timed out waiting for %s; goroutines:\n%s", what, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (b *Backend) liveConns() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.live)
+}

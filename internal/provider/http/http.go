@@ -1,0 +1,498 @@
+// Package http is the remote.Backend for HTTP and HTTPS servers: read-only
+// files named by URL paths, attributes from HEAD or from autoindex-style
+// directory listings, partial reads with Range requests.
+package http
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	nethttp "net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"wirefs/internal/ns"
+	"wirefs/internal/remote"
+)
+
+const (
+	defaultConnectTimeout = 15 * time.Second
+	defaultTimeout        = 30 * time.Second
+	// idleConnsPerHost keeps enough connections alive for the cache's
+	// parallel reads and read-ahead to each find one.
+	idleConnsPerHost = 16
+	maxRedirects     = 10
+	maxListing       = 64 << 20 // bytes of HTML; a sane listing is far smaller
+)
+
+var (
+	errStalled = errors.New("the server made no progress")
+	errClosed  = errors.New("the session is closed")
+)
+
+// session is one HTTP(S) server. It is safe for concurrent use.
+type session struct {
+	base    url.URL // scheme and host[:port]
+	host    string  // without port: for ~/.netrc and prompts
+	client  *nethttp.Client
+	tr      *nethttp.Transport
+	timeout time.Duration
+	log     *slog.Logger
+	askpass func(prompt string) (string, error)
+
+	closing context.Context // done once Close is called
+	close   context.CancelFunc
+
+	warnedRanges atomic.Bool
+
+	mu    sync.Mutex
+	login credentials
+	// askMu serializes prompts, so parallel requests that all meet a 401
+	// ask the user once.
+	askMu sync.Mutex
+}
+
+// credentials are what basic auth sends; nothing is sent without a
+// password.
+type credentials struct{ user, password string }
+
+// Dial returns a session with server "[user@]host[:port]", https when
+// o.TLS. It contacts nothing: the first request connects, so a server
+// that is down now may be up by then. The password for user (or the login
+// of the host's ~/.netrc entry when no user is named) comes from ~/.netrc,
+// else from o.Askpass when the server answers 401.
+func Dial(_ context.Context, server string, o remote.Options) (remote.Backend, error) {
+	user, hostport, host, err := splitServer(server)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{
+		base:    url.URL{Scheme: "http", Host: hostport},
+		host:    host,
+		timeout: o.Timeout,
+		log:     o.Log,
+		askpass: o.Askpass,
+	}
+	if o.TLS {
+		s.base.Scheme = "https"
+	}
+	if s.timeout <= 0 {
+		s.timeout = defaultTimeout
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.log = s.log.With("server", s.base.String())
+	connectTimeout := o.ConnectTimeout
+	if connectTimeout <= 0 {
+		connectTimeout = defaultConnectTimeout
+	}
+
+	s.login = netrcLogin(s.log, o.Home, host, user)
+	s.tr = &nethttp.Transport{
+		Proxy:                 nethttp.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:       &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:   connectTimeout,
+		ResponseHeaderTimeout: s.timeout,
+		MaxIdleConnsPerHost:   idleConnsPerHost,
+		IdleConnTimeout:       90 * time.Second,
+		// Bytes and sizes must be the server's, not a decompressed
+		// variant whose length no header states.
+		DisableCompression: true,
+	}
+	s.client = &nethttp.Client{Transport: s.tr, CheckRedirect: s.checkRedirect}
+	s.closing, s.close = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// netrcLogin returns the login for host: user with the password of the
+// host's ~/.netrc entry when that entry is for user (or for anyone, when
+// no user is named), else user alone.
+func netrcLogin(log *slog.Logger, home, host, user string) credentials {
+	if home == "" {
+		return credentials{user: user} // no ~/.netrc (Netrc would read ./.netrc)
+	}
+	netrcUser, password, ok, err := remote.Netrc(home, host)
+	switch {
+	case err != nil:
+		log.Warn("cannot read ~/.netrc", "err", err)
+	case ok && (user == "" || netrcUser == user):
+		return credentials{user: netrcUser, password: password}
+	}
+	return credentials{user: user}
+}
+
+// splitServer parses "[user@]host[:port]"; host may be a bracketed IPv6
+// address.
+func splitServer(server string) (user, hostport, host string, err error) {
+	hostport = server
+	if at := strings.LastIndexByte(server, '@'); at >= 0 {
+		user, hostport = server[:at], server[at+1:]
+	}
+	host = hostport
+	if h, port, e := net.SplitHostPort(hostport); e == nil {
+		if n, e := strconv.Atoi(port); e != nil || n < 1 || n > 65535 {
+			return "", "", "", ns.Errorf(syscall.ENOENT, "%q: the port must be a number from 1 to 65535", server)
+		}
+		host = h
+	} else if strings.HasPrefix(hostport, "[") && strings.HasSuffix(hostport, "]") {
+		host = hostport[1 : len(hostport)-1]
+	}
+	if host == "" || strings.ContainsAny(host, "/[]@ ") || (strings.Contains(host, ":") && (net.ParseIP(host) == nil || hostport[0] != '[')) {
+		return "", "", "", ns.Errorf(syscall.ENOENT, "%q is not a server name of the form [user@]host[:port]", server)
+	}
+	return user, hostport, host, nil
+}
+
+// checkRedirect follows redirects within the server only: credentials and
+// trust were given for this server, and a file system whose files silently
+// come from elsewhere would be a surprise.
+func (s *session) checkRedirect(req *nethttp.Request, via []*nethttp.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("more than %d redirects", maxRedirects)
+	}
+	if !sameServer(req.URL, &s.base) {
+		s.log.Warn("not following a redirect to another server", "from", via[len(via)-1].URL.Redacted(), "to", req.URL.Redacted())
+		return nethttp.ErrUseLastResponse
+	}
+	return nil
+}
+
+func sameServer(a, b *url.URL) bool {
+	return a.Scheme == b.Scheme && a.Hostname() == b.Hostname() && portOf(a) == portOf(b)
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if u.Scheme == "https" {
+		return "443"
+	}
+	return "80"
+}
+
+// Stat asks the server for p's headers (HEAD). p is a directory when the
+// server redirects it to p + "/" (nginx, Apache and python http.server
+// all do).
+func (s *session) Stat(ctx context.Context, p string) (remote.Info, error) {
+	resp, err := s.send(ctx, nethttp.MethodHead, p, "")
+	if err != nil {
+		return remote.Info{}, err
+	}
+	resp.Body.Close()
+	info := remote.Info{Name: path.Base(p), Mode: fileMode, Size: resp.ContentLength, ETag: resp.Header.Get("ETag")}
+	if t, err := nethttp.ParseTime(resp.Header.Get("Last-Modified")); err == nil {
+		info.Mtime = t
+	}
+	if isDirURL(resp) {
+		info.Mode, info.Size = dirMode, 0
+	}
+	return info, nil
+}
+
+// isDirURL reports whether the response came from a URL path ending in
+// "/" (after redirects), which is how HTTP servers mark directories.
+func isDirURL(resp *nethttp.Response) bool {
+	return strings.HasSuffix(resp.Request.URL.Path, "/")
+}
+
+// List reads the HTML listing of directory p with one GET.
+func (s *session) List(ctx context.Context, p string) ([]remote.Info, error) {
+	dir := p
+	if !strings.HasSuffix(dir, "/") {
+		dir += "/"
+	}
+	resp, err := s.send(ctx, nethttp.MethodGet, dir, "")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/html" && mt != "application/xhtml+xml" {
+		return nil, ns.Errorf(syscall.ENOTDIR, "%s is not a directory listing (the server sends %q)", s.describe(dir), mt)
+	}
+	page, err := io.ReadAll(io.LimitReader(resp.Body, maxListing+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(page) > maxListing {
+		return nil, ns.Errorf(syscall.EIO, "the listing of %s is larger than %d MiB", s.describe(dir), maxListing>>20)
+	}
+	final := resp.Request.URL.Path
+	return ParseListing(page, final[:strings.LastIndexByte(final, '/')+1]), nil
+}
+
+// ReadRange reads n bytes of p from off with a Range request. A server
+// that ignores Range (200 instead of 206) is read sequentially: the first
+// off bytes are skipped here. ctx governs the whole transfer, including
+// reads from the returned reader.
+func (s *session) ReadRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
+	if off < 0 {
+		return nil, ns.Errorf(syscall.EINVAL, "negative offset %d reading %s", off, s.describe(p))
+	}
+	if n == 0 {
+		return nethttp.NoBody, nil
+	}
+	var rng string
+	if off > 0 || n > 0 {
+		rng = fmt.Sprintf("bytes=%d-", off)
+		if n > 0 {
+			rng += strconv.FormatInt(off+n-1, 10)
+		}
+	}
+	resp, err := s.send(ctx, nethttp.MethodGet, p, rng)
+	if err != nil {
+		return nil, err
+	}
+	body := resp.Body.(*progressBody)
+	switch {
+	case isDirURL(resp):
+		body.Close()
+		return nil, ns.Errorf(syscall.EISDIR, "%s is a directory", s.describe(p))
+	case resp.StatusCode == nethttp.StatusRequestedRangeNotSatisfiable:
+		body.Close() // off is at or past the end of the file
+		return nethttp.NoBody, nil
+	case resp.StatusCode == nethttp.StatusPartialContent:
+		if start, ok := contentRangeStart(resp.Header.Get("Content-Range")); !ok || start != off {
+			body.Close()
+			return nil, ns.Errorf(syscall.EIO, "%s: asked for bytes from %d, the server sent %q", s.describe(p), off, resp.Header.Get("Content-Range"))
+		}
+	case rng != "":
+		if !s.warnedRanges.Swap(true) {
+			s.log.Info("the server ignores Range requests; partial reads skip from the start of the file")
+		}
+		if _, err := io.CopyN(io.Discard, body, off); err != nil {
+			body.Close()
+			if err == io.EOF {
+				return nethttp.NoBody, nil
+			}
+			return nil, err
+		}
+	}
+	if n > 0 {
+		body.limit(n)
+	}
+	return body, nil
+}
+
+// contentRangeStart parses the first byte of "bytes START-END/TOTAL".
+func contentRangeStart(h string) (int64, bool) {
+	rest, ok := strings.CutPrefix(h, "bytes ")
+	if !ok {
+		return 0, false
+	}
+	start, _, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(start, 10, 64)
+	return n, err == nil
+}
+
+// Close aborts transfers in progress and closes every connection.
+func (s *session) Close() error {
+	s.close()
+	s.tr.CloseIdleConnections()
+	return nil
+}
+
+func (s *session) describe(p string) string {
+	u := s.base
+	u.Path = p
+	return u.String()
+}
+
+// send makes one request for p and returns a successful response (2xx, or
+// 416 for a Range request), whose Body is a *progressBody that the caller
+// must close. Any other answer becomes an error with its errno. A 401 is
+// retried once when a password can be had.
+func (s *session) send(ctx context.Context, method, p, rng string) (*nethttp.Response, error) {
+	what := method + " " + s.describe(p)
+	if s.closing.Err() != nil {
+		return nil, ns.Errorf(syscall.EIO, "%s: %v", what, errClosed)
+	}
+	for retried := false; ; retried = true {
+		// Each request has its own context so that a stalled body or
+		// Close can abort it (dropping its connection) without
+		// touching the caller's ctx.
+		reqCtx, cancel := context.WithCancelCause(ctx)
+		stop := context.AfterFunc(s.closing, func() { cancel(errClosed) })
+		done := func() { stop(); cancel(nil) }
+		req, err := nethttp.NewRequestWithContext(reqCtx, method, s.describe(p), nil)
+		if err != nil {
+			done()
+			return nil, ns.Errorf(syscall.EINVAL, "%s: %v", what, err)
+		}
+		req.Header.Set("User-Agent", "wirefs")
+		if rng != "" {
+			req.Header.Set("Range", rng)
+		}
+		sent := s.credentials()
+		if sent.password != "" {
+			req.SetBasicAuth(sent.user, sent.password)
+		}
+		resp, err := s.client.Do(req)
+		if err != nil {
+			done()
+			return nil, s.failure(ctx, reqCtx, what, err)
+		}
+		resp.Body = s.newProgressBody(ctx, reqCtx, what, resp.Body, func() { cancel(errStalled) }, done)
+
+		code := resp.StatusCode
+		if code >= 200 && code < 300 || code == nethttp.StatusRequestedRangeNotSatisfiable && rng != "" {
+			return resp, nil
+		}
+		resp.Body.Close()
+		if code == nethttp.StatusUnauthorized && !retried {
+			if again, err := s.askPassword(sent, what); err != nil {
+				return nil, err
+			} else if again {
+				continue
+			}
+		}
+		return nil, s.statusError(resp, what, sent)
+	}
+}
+
+func (s *session) credentials() credentials {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.login
+}
+
+// askPassword is called when the server refused a request sent with
+// credentials sent. It reports whether other credentials are now known.
+func (s *session) askPassword(sent credentials, what string) (bool, error) {
+	s.askMu.Lock()
+	defer s.askMu.Unlock()
+	if s.credentials() != sent {
+		return true, nil // another request asked meanwhile
+	}
+	if sent.password != "" || sent.user == "" || s.askpass == nil {
+		return false, nil
+	}
+	password, err := s.askpass(fmt.Sprintf("Password for %s@%s: ", sent.user, s.host))
+	if err != nil {
+		return false, ns.Errorf(syscall.EACCES, "%s: the server asks for a password and none was given: %v", what, err)
+	}
+	s.mu.Lock()
+	s.login.password = password
+	s.mu.Unlock()
+	return true, nil
+}
+
+// statusError turns an unsuccessful HTTP status into an errno.
+func (s *session) statusError(resp *nethttp.Response, what string, sent credentials) error {
+	code := resp.StatusCode
+	switch {
+	case code == nethttp.StatusNotFound || code == nethttp.StatusGone:
+		return ns.Errorf(syscall.ENOENT, "%s: no such file (%s)", what, resp.Status)
+	case code == nethttp.StatusUnauthorized && sent.password != "":
+		return ns.Errorf(syscall.EACCES, "%s: the server refuses user %q with the password given (%s)", what, sent.user, resp.Status)
+	case code == nethttp.StatusUnauthorized:
+		return ns.Errorf(syscall.EACCES, "%s: the server asks for a login; name the user as user@host and give the password in ~/.netrc (%s)", what, resp.Status)
+	case code == nethttp.StatusForbidden || code == nethttp.StatusProxyAuthRequired:
+		return ns.Errorf(syscall.EACCES, "%s: access refused (%s)", what, resp.Status)
+	case code >= 300 && code < 400:
+		loc, _ := resp.Location()
+		to := "elsewhere"
+		if loc != nil {
+			to = loc.Redacted()
+		}
+		return ns.Errorf(syscall.EIO, "%s: the server redirects to %s, another server, which wirefs does not follow (%s)", what, to, resp.Status)
+	default:
+		return ns.Errorf(syscall.EIO, "%s: the server answers %s", what, resp.Status)
+	}
+}
+
+// failure turns a transport error into an errno: the caller's ctx first
+// (EINTR, ETIMEDOUT), then why this request's own context ended, then
+// timeouts of the transport (connect, TLS handshake, response headers).
+func (s *session) failure(ctx, reqCtx context.Context, what string, err error) error {
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled):
+		return ns.Errorf(syscall.EINTR, "%s: interrupted", what)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return ns.Errorf(syscall.ETIMEDOUT, "%s: the caller's deadline passed", what)
+	case context.Cause(reqCtx) == errStalled:
+		return ns.Errorf(syscall.ETIMEDOUT, "%s: the server sent nothing for %v", what, s.timeout)
+	case context.Cause(reqCtx) == errClosed:
+		return ns.Errorf(syscall.EIO, "%s: %v", what, errClosed)
+	}
+	var certErr *tls.CertificateVerificationError
+	if errors.As(err, &certErr) {
+		return ns.Errorf(syscall.EACCES, "%s: the server's certificate is not trusted: %v", what, certErr.Err)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return ns.Errorf(syscall.ETIMEDOUT, "%s: the server did not answer in time: %v", what, unwrapURL(err))
+	}
+	return ns.Errorf(syscall.EIO, "%s: %v", what, unwrapURL(err))
+}
+
+// unwrapURL drops the "Get URL:" prefix that what already says.
+func unwrapURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// progressBody is a response body whose reads fail with ETIMEDOUT when the
+// server sends nothing for the session's timeout. The bound is on progress,
+// not on the whole transfer: a large file may take as long as it takes.
+type progressBody struct {
+	s      *session
+	what   string
+	ctx    context.Context // the caller's
+	reqCtx context.Context // this request's; cancelled by stall or Close
+	rc     io.ReadCloser   // the transport's body
+	r      io.Reader       // rc, limited to the bytes asked for
+	stall  *time.Timer     // armed only while a Read waits
+	done   func()          // releases reqCtx
+	closed atomic.Bool
+}
+
+func (s *session) newProgressBody(ctx, reqCtx context.Context, what string, rc io.ReadCloser, stalled, done func()) *progressBody {
+	b := &progressBody{s: s, what: what, ctx: ctx, reqCtx: reqCtx, rc: rc, r: rc, done: done,
+		stall: time.AfterFunc(s.timeout, stalled)}
+	b.stall.Stop()
+	return b
+}
+
+func (b *progressBody) limit(n int64) { b.r = io.LimitReader(b.rc, n) }
+
+func (b *progressBody) Read(p []byte) (int, error) {
+	b.stall.Reset(b.s.timeout)
+	n, err := b.r.Read(p)
+	b.stall.Stop()
+	if err != nil && err != io.EOF {
+		err = b.s.failure(b.ctx, b.reqCtx, b.what, err)
+	}
+	return n, err
+}
+
+// Close abandons what is left of the transfer; the transport drops the
+// connection unless the body was read to its end.
+func (b *progressBody) Close() error {
+	if b.closed.Swap(true) {
+		return nil
+	}
+	b.stall.Stop()
+	err := b.rc.Close()
+	b.done()
+	return err
+}

@@ -1,0 +1,204 @@
+package sftp
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/kevinburke/ssh_config"
+
+	"wirefs/internal/ns"
+)
+
+// hostConfig is what one server name means once ~/.ssh/config is applied.
+type hostConfig struct {
+	alias    string // the host as named in the namespace
+	hostname string // the host to connect to (HostName)
+	port     string
+	user     string
+	// identityFiles are the keys to offer, ~ expanded; explicit is true
+	// when they come from IdentityFile lines (a missing one is then
+	// worth a log line, a missing default is not).
+	identityFiles  []string
+	explicit       bool
+	identitiesOnly bool
+	knownHosts     []string // files to check, the first is where new keys go
+	strict         string   // StrictHostKeyChecking, lower case ("" = default)
+	hashKnownHosts bool
+	passwordTries  int // NumberOfPasswordPrompts
+}
+
+// addr is where to connect.
+func (h *hostConfig) addr() string { return net.JoinHostPort(h.hostname, h.port) }
+
+// name is user@alias, how messages name the session.
+func (h *hostConfig) name() string { return h.user + "@" + h.alias }
+
+// parseServer splits "[user@]host[:port]" (host may be a bracketed IPv6
+// address) as the namespace names a server.
+func parseServer(server string) (login, host, port string, err error) {
+	if i := strings.LastIndexByte(server, '@'); i >= 0 {
+		login, server = server[:i], server[i+1:]
+		if login == "" {
+			return "", "", "", fmt.Errorf("empty user name in %q", server)
+		}
+	}
+	switch {
+	case strings.HasPrefix(server, "["):
+		end := strings.IndexByte(server, ']')
+		if end < 0 {
+			return "", "", "", fmt.Errorf("missing ] in %q", server)
+		}
+		host, server = server[1:end], server[end+1:]
+		if server != "" && !strings.HasPrefix(server, ":") {
+			return "", "", "", fmt.Errorf("unexpected %q after ]", server)
+		}
+		port = strings.TrimPrefix(server, ":")
+	case strings.Count(server, ":") == 1:
+		host, port, _ = strings.Cut(server, ":")
+	default:
+		host = server // a name, or an unbracketed IPv6 address
+	}
+	if host == "" {
+		return "", "", "", errors.New("empty host name")
+	}
+	if strings.ContainsAny(host, "/ \t\n[]@") || strings.ContainsAny(login, "/ \t\n:") {
+		return "", "", "", fmt.Errorf("bad character in %q", server)
+	}
+	if port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return "", "", "", fmt.Errorf("bad port %q", port)
+		}
+	}
+	return login, host, port, nil
+}
+
+// resolveHost applies home/.ssh/config to server. Values given in the
+// server name win over the file, as on the ssh command line.
+func resolveHost(server, home string) (*hostConfig, error) {
+	login, host, port, err := parseServer(server)
+	if err != nil {
+		return nil, ns.Errorf(syscall.ENOENT, "sftp: bad server name %q: %v", server, err)
+	}
+	cfg := &ssh_config.Config{}
+	if data, err := os.ReadFile(filepath.Join(home, ".ssh", "config")); err == nil {
+		if cfg, err = ssh_config.DecodeBytes(data); err != nil {
+			return nil, ns.Errorf(syscall.EIO, "sftp: %s: %v", filepath.Join(home, ".ssh", "config"), err)
+		}
+	} else if !os.IsNotExist(err) {
+		return nil, ns.Errorf(syscall.EIO, "sftp: %v", err)
+	}
+	get := func(key string) string {
+		v, _ := cfg.Get(host, key)
+		return strings.TrimSpace(v)
+	}
+	h := &hostConfig{alias: host, hostname: host, port: port, user: login}
+	if h.user == "" {
+		h.user = get("User")
+	}
+	if h.user == "" {
+		h.user = currentUser()
+	}
+	if h.port == "" {
+		h.port = get("Port")
+	}
+	if h.port == "" {
+		h.port = "22"
+	}
+	tok := tokens{home: home, user: currentUser(), remoteUser: h.user, host: host, port: h.port}
+	if v := get("HostName"); v != "" {
+		h.hostname = tok.expand(v)
+	}
+	tok.host = h.hostname
+
+	files, _ := cfg.GetAll(host, "IdentityFile")
+	for _, f := range files {
+		h.identityFiles = append(h.identityFiles, tok.expand(strings.TrimSpace(f)))
+	}
+	h.explicit = len(h.identityFiles) > 0
+	if !h.explicit {
+		for _, f := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
+			h.identityFiles = append(h.identityFiles, filepath.Join(home, ".ssh", f))
+		}
+	}
+	h.identitiesOnly = strings.EqualFold(get("IdentitiesOnly"), "yes")
+
+	h.knownHosts = []string{filepath.Join(home, ".ssh", "known_hosts")}
+	for _, f := range strings.Fields(get("UserKnownHostsFile")) {
+		if f = tok.expand(f); f != h.knownHosts[0] && f != "/dev/null" {
+			h.knownHosts = append(h.knownHosts, f)
+		}
+	}
+	h.strict = strings.ToLower(get("StrictHostKeyChecking"))
+	h.hashKnownHosts = strings.EqualFold(get("HashKnownHosts"), "yes")
+	h.passwordTries = 3
+	if n, err := strconv.Atoi(get("NumberOfPasswordPrompts")); err == nil && n >= 0 {
+		h.passwordTries = n
+	}
+	return h, nil
+}
+
+// currentUser is the name of the user running wirefs, ssh's default login.
+func currentUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return os.Getenv("USER")
+}
+
+// tokens are the values ssh_config(5) substitutes in file names.
+type tokens struct{ home, user, remoteUser, host, port string }
+
+// expand replaces a leading ~ (the caller's Home, never the real $HOME)
+// and the tokens %d %u %r %h %p %%. Unknown tokens are kept as written.
+func (t tokens) expand(s string) string {
+	if s == "~" {
+		s = t.home
+	} else if strings.HasPrefix(s, "~/") {
+		s = t.home + s[1:] // as ssh does: no cleaning
+	}
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b bytes.Buffer
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		i++
+		switch s[i] {
+		case 'd':
+			b.WriteString(t.home)
+		case 'u':
+			b.WriteString(t.user)
+		case 'r':
+			b.WriteString(t.remoteUser)
+		case 'h':
+			b.WriteString(t.host)
+		case 'p':
+			b.WriteString(t.port)
+		case '%':
+			b.WriteByte('%')
+		default:
+			b.WriteByte('%')
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
+}
+
+// tilde shortens home to ~ in a path shown to the user.
+func tilde(home, p string) string {
+	if home != "" && strings.HasPrefix(p, home+"/") {
+		return "~" + p[len(home):]
+	}
+	return p
+}

@@ -1,0 +1,91 @@
+// Package remote is the contract between the remote-file protocols
+// (internal/provider/{http,ftp,sftp,ninep}) and the cache that turns any of
+// them into namespace nodes (internal/cache). A protocol implements Backend
+// (and Writer when the server can be written); it knows nothing about the
+// namespace, FUSE, seccomp or caching. The cache knows nothing about
+// protocols.
+package remote
+
+import (
+	"context"
+	"crypto/x509"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Info describes one remote file as the server reports it.
+type Info struct {
+	Name  string      // base name in List; the base of the path in Stat
+	Mode  os.FileMode // permission bits | os.ModeDir (| os.ModeSymlink for a link not followed)
+	Size  int64       // bytes; -1 when the server does not say (an HTML listing without sizes)
+	Mtime time.Time   // zero when the server does not say
+	ETag  string      // a validator when the server gives one (HTTP ETag); "" otherwise
+}
+
+// Backend is one session with one server (protocol, user, host, port),
+// shared by every file on it and safe for concurrent use.
+//
+// Paths are clean, slash-separated and start with "/"; "/" is what follows
+// the host in a namespace name. Each protocol says what they mean: absolute
+// for SFTP and 9P, from the login directory for FTP, the URL path for HTTP.
+//
+// Errors carry the errno a program should see, as ns.Errorf(errno, "why"):
+// ENOENT missing, EACCES refused, ENOSPC server full, EROFS read-only
+// protocol, ENOTSUP an operation the server lacks, ETIMEDOUT a stalled or
+// dead server (after Options.Timeout), EIO anything else. The message says
+// what happened in a sentence a user understands and never holds secrets.
+type Backend interface {
+	// Stat returns the attributes of p.
+	Stat(ctx context.Context, p string) (Info, error)
+	// List returns the entries of directory p (without "." and ".."),
+	// with attributes as complete as one listing request gives.
+	List(ctx context.Context, p string) ([]Info, error)
+	// ReadRange returns a reader of n bytes of file p from offset off
+	// (n < 0: to the end). The reader may return fewer bytes only at the
+	// end of the file. Protocols without ranges skip to off themselves.
+	// Closing the reader early abandons the rest of the transfer.
+	ReadRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error)
+	// Close ends the session and every connection it holds.
+	Close() error
+}
+
+// Writer is implemented by backends whose servers can be written.
+type Writer interface {
+	// Store replaces the contents of file p with size bytes read from r,
+	// creating p if needed (permission perm when created). When Store
+	// returns nil, the server has the data.
+	Store(ctx context.Context, p string, r io.Reader, size int64, perm os.FileMode) error
+	Mkdir(ctx context.Context, p string, perm os.FileMode) error
+	Remove(ctx context.Context, p string) error // a file (or symlink)
+	Rmdir(ctx context.Context, p string) error  // an empty directory
+	Rename(ctx context.Context, from, to string) error
+	// Chmod changes permission bits; ENOTSUP where the server cannot.
+	Chmod(ctx context.Context, p string, perm os.FileMode) error
+}
+
+// Options are the settings of one session. Zero values mean defaults.
+type Options struct {
+	Log            *slog.Logger
+	ConnectTimeout time.Duration // bound on establishing a connection
+	// Timeout bounds how long any single request may make no progress;
+	// after it the operation fails with ETIMEDOUT and the connection is
+	// dropped so that the next operation reconnects.
+	Timeout time.Duration
+	Home    string // the user's home: ~/.ssh/config, ~/.ssh/known_hosts, ~/.netrc
+	// TLS selects the secure variant: https, or explicit FTPS (AUTH TLS).
+	TLS     bool
+	RootCAs *x509.CertPool // trust roots for TLS; nil = the system's
+	// AcceptNewHostKeys lets SFTP add an unknown host's key to
+	// known_hosts (never a changed key), like StrictHostKeyChecking=accept-new.
+	AcceptNewHostKeys bool
+	// Askpass asks the user for a secret (a password) when nothing else
+	// works, or returns an error; nil means never ask.
+	Askpass func(prompt string) (string, error)
+}
+
+// Dialer starts a session with a server named as in the namespace:
+// "[user@]host[:port]" (host may be a bracketed IPv6 address, or for
+// SFTP an alias from ~/.ssh/config).
+type Dialer func(ctx context.Context, server string, o Options) (Backend, error)
