@@ -2,15 +2,17 @@ module wirefs
 
 go 1.26.0
 
-require github.com/hanwen/go-fuse/v2 v2.12.1
+require (
+	github.com/hanwen/go-fuse/v2 v2.12.1
+	github.com/hugelgupf/p9 v0.3.0
+	github.com/jlaffaye/ftp v0.2.4
+	github.com/kevinburke/ssh_config v1.6.0
+	github.com/pkg/sftp v1.13.12
+	golang.org/x/crypto v0.58.0
+)
 
 require (
-	github.com/hugelgupf/p9 v0.3.0 // indirect
-	github.com/jlaffaye/ftp v0.2.4 // indirect
-	github.com/kevinburke/ssh_config v1.6.0 // indirect
 	github.com/kr/fs v0.1.0 // indirect
-	github.com/pkg/sftp v1.13.12 // indirect
 	github.com/u-root/uio v0.0.0-20230305220412-3e8cd9d6bf63 // indirect
-	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )

@@ -18,7 +18,9 @@ Usage:
   wirefs COMMAND --help               options of a command
 
 Under MOUNTPOINT: tcp/ and udp/ (open = connect, bind or accept; names are
-addresses as in "host:port", "8000", "[::1]:80"), dns/NAME (addresses).
+addresses as in "host:port", "8000", "[::1]:80"), dns/NAME (addresses),
+remote files in http/, https/, ftp/, ftps/, sftp/ and 9p/ (as in
+"sftp/me@host/home/me/src"), and the prefixes of ~/.config/wirefs/mounts.
 Manual: docs/wirefs.md.
 `
 
