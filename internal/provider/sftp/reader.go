@@ -51,7 +51,8 @@ type reader struct {
 
 	// fetching is held while a fetch runs. A fetch abandoned because
 	// ctx ended still owns its buffer, and Close waits for it before
-	// closing the file.
+	// closing the file (a fetch that starts after that finds the file
+	// closed).
 	fetching sync.Mutex
 }
 
@@ -80,8 +81,8 @@ func (r *reader) fetch() {
 	buf := make([]byte, size)
 	var n int
 	var eof bool
-	r.fetching.Lock()
 	err := r.b.run(r.ctx, r.c, "read", r.p, func() error {
+		r.fetching.Lock()
 		defer r.fetching.Unlock()
 		var err error
 		n, err = r.f.ReadAt(buf, r.off)
