@@ -353,3 +353,28 @@ func TestMountPointsFile(t *testing.T) {
 		t.Errorf("a bad mounts file must fail the mount naming the line: %s", r)
 	}
 }
+
+// TestVim: vim edits remote files in place, over 9P and SFTP, with its
+// swap file, backup and write in the remote directory.
+func TestVim(t *testing.T) {
+	needFUSE(t)
+	testsrv.Need(t, "vim")
+	root, _ := serverTree(t)
+	addr := testsrv.Diod(t, root)
+	s := testsrv.StartSSHD(t)
+	m := remoteMount(t, sshHome(t, s, true))
+	for _, dir := range []string{"9p/" + addr + root, "sftp/testhost" + root} {
+		r := bash(t, m, 60*time.Second, `vim -Nu NONE -i NONE -es -c '$put =\"added by vim\"' -c 'wq' "$M/$1/notes.txt" </dev/null`, dir)
+		if r.Code != 0 {
+			t.Errorf("%s: vim: %s\ndaemon log:\n%s", dir, r, tail(readFile(m.Log), 2000))
+			continue
+		}
+		got, _ := os.ReadFile(filepath.Join(root, "notes.txt"))
+		if !strings.HasSuffix(string(got), "added by vim\n") {
+			t.Errorf("%s: the server has %q after vim's write", dir, got)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(root, "notes.txt")); string(got) != "first line\nadded by vim\nadded by vim\n" {
+		t.Errorf("after both edits the server has %q", got)
+	}
+}
