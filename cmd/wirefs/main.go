@@ -14,6 +14,7 @@ Usage:
   wirefs run [options] -- CMD [ARGS...]
                                       run CMD with the namespace at /net
                                       (no mount, no root)
+  wirefs attach [options] PID         the same for a running process
   wirefs version                      print the version
   wirefs COMMAND --help               options of a command
 
@@ -35,6 +36,8 @@ func main() {
 		err = cmdMount(args)
 	case "run":
 		err = cmdRun(args)
+	case "attach":
+		err = cmdAttach(args)
 	case "umount", "unmount":
 		err = cmdUmount(args)
 	case "version", "--version":

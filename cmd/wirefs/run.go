@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 
+	"wirefs/internal/config"
 	"wirefs/internal/door/catch"
 )
 
@@ -25,9 +26,14 @@ PREFIX (default /net): "cat /net/tcp/host:80", "exec 3<>/net/tcp/8000",
 no privilege is needed (seccomp user notification, Linux 5.14 or newer).
 wirefs run exits with CMD's status (128+N if signal N killed it).
 
+The remote roots appear at the top level too (/http/HOST/PATH,
+/sftp/USER@HOST/PATH, /9p/..., /ftp/...), and so do the mount points of
+the config file, and URL names work as file names: "cat http://host/x",
+"cp f sftp://me@host/dir/".
+
 It is not a sandbox. Setuid programs run without their privilege under it.
-chdir into PREFIX, and creating, removing or renaming names there, are
-refused. Manual: docs/wirefs.md.
+chdir into the namespace leaves the program in a private directory of
+wirefs (getcwd shows its name). Manual: docs/wirefs.md.
 
 Options:
 `)
@@ -50,30 +56,24 @@ Options:
 		return errors.New("run: no command given")
 	}
 
-	// The log must not mix with CMD's output: by default only wirefs's
-	// own failures reach stderr.
-	var w io.Writer = os.Stderr
-	level := slog.LevelError
-	if *logFile != "" {
-		f, err := os.OpenFile(*logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w, level = f, slog.LevelInfo
+	log, closeLog, err := catcherLog(*logFile, *verbose)
+	if err != nil {
+		return err
 	}
-	if *verbose {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
-	slog.SetDefault(log)
+	defer closeLog()
 
 	d, err := buildNamespace(cfg, log)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
+	roots, err := topRoots(cfg)
+	if err != nil {
+		d.close(log)
+		return fmt.Errorf("run: %w", err)
+	}
 	status, err := catch.Run(d.ns, catch.Options{
 		Prefix: *prefix, Args: fl.Args(), Log: log, NoSyncWakeUp: !*syncWake,
+		Roots: roots, URLName: urlName,
 	})
 	d.close(log)
 	if err != nil {
@@ -81,4 +81,66 @@ Options:
 	}
 	os.Exit(status)
 	return nil
+}
+
+// topRoots are the namespace names the catcher shows at the top level as
+// well as below the prefix: the remote-file roots (/http, /sftp, ...) and
+// the user's mount points (each at "/"+prefix).
+func topRoots(c nsConfig) ([]string, error) {
+	var roots []string
+	for scheme := range dialers {
+		roots = append(roots, scheme)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil, err
+	}
+	// The same file buildNamespace mounted (it has been read once
+	// already, so errors here are unlikely).
+	file, required := c.configFile, c.configFile != ""
+	if file == "" {
+		file = config.DefaultFile(home)
+	}
+	mounts, err := config.Load(file, required)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range mounts {
+		roots = append(roots, m.Prefix)
+	}
+	return roots, nil
+}
+
+// urlName maps a URL name ("sftp://me@host/dir/f") to its namespace name
+// ("sftp/me@host/dir/f").
+func urlName(name string) (string, bool) {
+	r, err := config.ParseRoot(name)
+	if err != nil {
+		return "", false
+	}
+	if r.Path == "/" {
+		return r.Scheme + "/" + r.Server, true
+	}
+	return r.Scheme + "/" + r.Server + r.Path, true
+}
+
+// catcherLog is the log of run and attach. It must not mix with the
+// program's output: by default only wirefs's own failures reach stderr.
+func catcherLog(file string, verbose bool) (*slog.Logger, func(), error) {
+	var w io.Writer = os.Stderr
+	level := slog.LevelError
+	closeLog := func() {}
+	if file != "" {
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, err
+		}
+		w, level, closeLog = f, slog.LevelInfo, func() { f.Close() }
+	}
+	if verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+	return log, closeLog, nil
 }

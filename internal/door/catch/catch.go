@@ -76,9 +76,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -91,7 +91,14 @@ import (
 type Options struct {
 	Prefix string   // where the namespace appears, absolute (default /net)
 	Args   []string // the command and its arguments
-	Log    *slog.Logger
+	// Roots are namespace names shown at the top level as well: "http"
+	// appears at /http, a mount point "src" at /src (Ufo's roots).
+	Roots []string
+	// URLName maps a URL name ("sftp://me@host/dir", which the kernel
+	// would resolve as a directory "sftp:" in the working directory) to
+	// a namespace name; nil: URL names are not caught.
+	URLName func(name string) (string, bool)
+	Log     *slog.Logger
 	// Receivers is the number of goroutines receiving notifications.
 	// The default, 1, is the fastest measured: with several, the kernel
 	// wakes a different thread each time and the synchronous wake-up
@@ -122,9 +129,9 @@ func Run(n *ns.Namespace, o Options) (int, error) {
 	if o.Prefix == "" {
 		o.Prefix = "/net"
 	}
-	prefix := filepath.Clean(o.Prefix)
-	if !filepath.IsAbs(prefix) || prefix == "/" {
-		return 0, fmt.Errorf("prefix %q must be an absolute path other than /", o.Prefix)
+	names, err := newNames(o.Prefix, o.Roots, o.URLName)
+	if err != nil {
+		return 0, err
 	}
 	if len(o.Args) == 0 {
 		return 0, errors.New("no command to run")
@@ -150,21 +157,11 @@ func Run(n *ns.Namespace, o Options) (int, error) {
 	// opens any of its own.
 	files := inherited()
 
-	// The private FUSE door.
-	mnt, cleanupDir, err := hiddenDir(o.RuntimeDir, o.Log)
+	mnt, sv, closeDoor, err := privateDoor(n, o)
 	if err != nil {
 		return 0, err
 	}
-	defer cleanupDir()
-	sv := newServed(mnt)
-	if _, err := fusedoor.Mount(mnt, privateRoot(n, sv), fusedoor.Options{AttrTimeout: time.Second, Log: o.Log}); err != nil {
-		// Sockets need no door: run with what works (no_new_privs, for
-		// one, stops the setuid fusermount3).
-		o.Log.Error("wirefs run: no private FUSE door, so only connected sockets are served (directories, stat, dns, servers and UDP fail with EOPNOTSUPP)", "err", err)
-		mnt = ""
-	} else {
-		defer unmount(mnt, o.Log)
-	}
+	defer closeDoor()
 
 	// The helper, which becomes the command.
 	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
@@ -179,6 +176,9 @@ func Run(n *ns.Namespace, o Options) (int, error) {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
+	sigchld := make(chan os.Signal, 1)
+	signal.Notify(sigchld, syscall.SIGCHLD)
+	defer signal.Stop(sigchld)
 	// The helper's end goes right after the inherited descriptors; the
 	// helper closes it before exec.
 	files = append(files, theirs)
@@ -190,35 +190,12 @@ func Run(n *ns.Namespace, o Options) (int, error) {
 	}
 	pid := proc.Pid
 
-	// Reap every child (orphans included) until the command exits.
+	// Reap every child (orphans included) until the command exits. The
+	// reaper waits only while no thread is traced (ptraceMu): a wait for
+	// any child would take a tracee's stops away from its tracer.
+	var ptraceMu sync.Mutex
 	exited := make(chan int, 1)
-	go func() {
-		runtime.LockOSThread()
-		for {
-			var ws syscall.WaitStatus
-			wpid, err := syscall.Wait4(-1, &ws, 0x40000000 /* __WALL */, nil)
-			if err == syscall.EINTR {
-				continue
-			}
-			if err != nil {
-				exited <- 255
-				return
-			}
-			if wpid != pid {
-				continue
-			}
-			switch {
-			case ws.Exited():
-				exited <- ws.ExitStatus()
-			case ws.Signaled():
-				exited <- 128 + int(ws.Signal())
-			default:
-				continue
-			}
-			return
-		}
-	}()
-
+	go reap(pid, &ptraceMu, sigchld, exited)
 	listener, msg, err := receiveListener(ours)
 	if err != nil || listener < 0 {
 		status := <-exited
@@ -233,25 +210,14 @@ func Run(n *ns.Namespace, o Options) (int, error) {
 		}
 		return status, nil
 	}
-	syncMode := "off"
-	if !o.NoSyncWakeUp {
-		// Linux 6.6; older kernels answer EINVAL and run without it.
-		if _, e := ioctl(listener, ioctlNotifSetFlags, fdSyncWakeUp); e == 0 {
-			syncMode = "on"
-		} else {
-			syncMode = "unavailable (" + e.Error() + ")"
-		}
-	}
-	o.Log.Debug("catch: running", "pid", pid, "prefix", prefix, "door", mnt, "sync-wake-up", syncMode)
+	syncMode := setSyncWakeUp(listener, o)
+	o.Log.Debug("catch: running", "pid", pid, "prefix", o.Prefix, "door", mnt, "sync-wake-up", syncMode)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := &server{
-		fd: listener, prefix: prefix, comps: map[string]bool{}, user: n,
+		fd: listener, names: names, user: n, ptraceMu: &ptraceMu,
 		mnt: mnt, served: sv, log: o.Log, ctx: ctx, nsize: max(nsize, int(unsafe.Sizeof(notif{}))),
-	}
-	for _, c := range strings.Split(strings.Trim(prefix, "/"), "/") {
-		s.comps[c] = true
 	}
 	for range o.Receivers {
 		go s.receive()
@@ -273,6 +239,73 @@ func Run(n *ns.Namespace, o Options) (int, error) {
 			return status, nil
 		}
 	}
+}
+
+// reap waits for children (orphans included, as the child subreaper)
+// whenever SIGCHLD arrives, and sends the command's status on exited.
+func reap(pid int, ptraceMu *sync.Mutex, sigchld <-chan os.Signal, exited chan<- int) {
+	for {
+		ptraceMu.Lock()
+		for {
+			var ws syscall.WaitStatus
+			wpid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG|0x40000000 /* __WALL */, nil)
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil {
+				ptraceMu.Unlock()
+				exited <- 255
+				return
+			}
+			if wpid <= 0 {
+				break
+			}
+			if wpid != pid {
+				continue
+			}
+			switch {
+			case ws.Exited():
+				exited <- ws.ExitStatus()
+			case ws.Signaled():
+				exited <- 128 + int(ws.Signal())
+			default:
+				continue
+			}
+			ptraceMu.Unlock()
+			return
+		}
+		ptraceMu.Unlock()
+		<-sigchld
+	}
+}
+
+// privateDoor mounts the private FUSE door in a hidden directory. Without
+// FUSE it returns mnt "" and the catcher serves sockets only.
+func privateDoor(n *ns.Namespace, o Options) (mnt string, sv *served, closeDoor func(), err error) {
+	mnt, cleanupDir, err := hiddenDir(o.RuntimeDir, o.Log)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	sv = newServed(mnt)
+	if _, err := fusedoor.Mount(mnt, privateRoot(n, sv), fusedoor.Options{AttrTimeout: time.Second, Log: o.Log}); err != nil {
+		// Sockets need no door: run with what works (no_new_privs, for
+		// one, stops the setuid fusermount3).
+		o.Log.Error("wirefs: no private FUSE door, so only connected sockets are served (directories, stat, dns, servers and UDP fail with EOPNOTSUPP)", "err", err)
+		return "", sv, cleanupDir, nil
+	}
+	return mnt, sv, func() { unmount(mnt, o.Log); cleanupDir() }, nil
+}
+
+// setSyncWakeUp turns on the synchronous wake-up (Linux 6.6; older
+// kernels answer EINVAL and run without it) and says how it went.
+func setSyncWakeUp(listener int, o Options) string {
+	if o.NoSyncWakeUp {
+		return "off"
+	}
+	if _, e := ioctl(listener, ioctlNotifSetFlags, fdSyncWakeUp); e != 0 {
+		return "unavailable (" + e.Error() + ")"
+	}
+	return "on"
 }
 
 // inherited returns the descriptors to pass to the command at their own

@@ -2,7 +2,6 @@ package catch
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"path"
@@ -18,15 +17,17 @@ import (
 
 // server answers the notifications of one listener.
 type server struct {
-	fd     int    // the listener
-	prefix string // clean absolute prefix, e.g. "/net"
-	comps  map[string]bool
+	fd     int // the listener
+	names  *names
 	user   *ns.Namespace
 	mnt    string // mount point of the private FUSE door
 	served *served
 	log    *slog.Logger
-	ctx    context.Context
-	nsize  int // kernel size of struct seccomp_notif
+	// ptraceMu is held while a thread is traced (chdir): wait calls of
+	// the reaper must not take its ptrace stops.
+	ptraceMu *sync.Mutex
+	ctx      context.Context
+	nsize    int // kernel size of struct seccomp_notif
 
 	warnOnce sync.Map
 	// Counters, for the debug log at exit.
@@ -116,14 +117,15 @@ func (s *server) locate(n *notif, di, pi int) where {
 	slash := strings.HasSuffix(p, "/")
 	var abs string
 	if p[0] == '/' {
+		if !s.names.mayReach(p) {
+			return where{}
+		}
 		abs = path.Clean(p)
 	} else {
-		rel := path.Clean(p)
-		// Fast path: with no ".." a relative name can reach the
-		// prefix only from one of its ancestors, so its first
-		// component must be one of the prefix's.
-		first, _, _ := strings.Cut(rel, "/")
-		if first != ".." && !s.comps[first] {
+		if rel, ok := s.names.urlName(p); ok {
+			return where{inNS: true, rel: rel, slash: slash}
+		}
+		if !s.names.relMayReach(p) {
 			return where{}
 		}
 		dirfd := int32(atFDCWD)
@@ -134,13 +136,10 @@ func (s *server) locate(n *notif, di, pi int) where {
 		if err != nil || !strings.HasPrefix(dir, "/") {
 			return where{}
 		}
-		abs = path.Join(dir, rel)
+		abs = path.Join(dir, p)
 	}
-	if abs == s.prefix {
-		return where{inNS: true, slash: slash}
-	}
-	if rest, ok := strings.CutPrefix(abs, s.prefix+"/"); ok {
-		return where{inNS: true, rel: rest, slash: slash}
+	if rel, ok := s.names.match(abs); ok {
+		return where{inNS: true, rel: rel, slash: slash}
 	}
 	return where{}
 }
@@ -164,9 +163,15 @@ func (s *server) handle(n *notif) {
 		switch {
 		case !w.inNS && !w2.inNS:
 			s.cont(n.ID)
-		case w.inNS && w2.inNS:
-			s.refuse(n, c, syscall.EROFS)
+		case w.inNS && w2.inNS && s.mnt != "":
+			s.nServed.Add(1)
+			go func() {
+				if s.valid(n.ID) {
+					s.two(n, c, w, w2)
+				}
+			}()
 		default:
+			// One name on each side: mv copies and removes.
 			s.refuse(n, c, syscall.EXDEV)
 		}
 		return
@@ -179,10 +184,6 @@ func (s *server) handle(n *notif) {
 	switch c.kind {
 	case kExec:
 		s.refuse(n, c, syscall.EACCES)
-	case kChdir:
-		s.refuse(n, c, syscall.ENOTSUP)
-	case kMutate:
-		s.refuse(n, c, syscall.EROFS)
 	case kXattr:
 		s.refuse(n, c, syscall.ENOTSUP)
 	default:
@@ -227,6 +228,10 @@ func (s *server) serve(n *notif, c call, w where) {
 		s.access(n, c, w)
 	case kSetattr:
 		s.setattr(n, c, w)
+	case kMutate:
+		s.mutate(n, c, w)
+	case kChdir:
+		s.chdir(n, c, w)
 	default:
 		s.respond(n.ID, 0, syscall.ENOSYS)
 	}
@@ -275,20 +280,22 @@ const openTmpfile = 0o20000000 | syscall.O_DIRECTORY
 // open serves open, openat, openat2 and creat.
 func (s *server) open(n *notif, c call, w where) {
 	var flags int
+	var mode uint32
 	switch n.Nr {
 	case syscall.SYS_OPEN:
-		flags = int(n.Args[1])
+		flags, mode = int(n.Args[1]), uint32(n.Args[2])
 	case syscall.SYS_OPENAT:
-		flags = int(n.Args[2])
+		flags, mode = int(n.Args[2]), uint32(n.Args[3])
 	case syscall.SYS_CREAT:
-		flags = syscall.O_CREAT | syscall.O_WRONLY | syscall.O_TRUNC
+		flags, mode = syscall.O_CREAT|syscall.O_WRONLY|syscall.O_TRUNC, uint32(n.Args[1])
 	case sysOpenat2:
-		var how [8]byte // struct open_how starts with u64 flags
+		var how [16]byte // struct open_how starts with u64 flags, u64 mode
 		if got, err := readRemote(n.Pid, n.Args[2], how[:]); err != nil || got != len(how) || n.Args[3] < 24 {
 			s.respond(n.ID, 0, syscall.EFAULT)
 			return
 		}
 		flags = int(*(*uint64)(unsafe.Pointer(&how[0])))
+		mode = uint32(*(*uint64)(unsafe.Pointer(&how[8])))
 	}
 	fdFlags := uint32(0)
 	if flags&syscall.O_CLOEXEC != 0 {
@@ -298,53 +305,84 @@ func (s *server) open(n *notif, c call, w where) {
 		s.respond(n.ID, 0, syscall.EOPNOTSUPP)
 		return
 	}
+	// The private door by name, with every flag: the kernel and the door
+	// do what they do on the mounted door (create, O_EXCL, O_TRUNC).
+	byName := func() {
+		s.injectPath(n, c, w, s.private(w), flags|syscall.O_CLOEXEC, mode, fdFlags)
+	}
 
 	ctx, cancel := s.watch(n.ID)
 	defer cancel()
-	var node ns.Node
-	var err error
-	if flags&oPath == 0 {
-		node, err = s.user.Resolve(ctx, w.rel)
-		if err != nil {
-			if flags&syscall.O_CREAT != 0 && ns.Errno(err) == syscall.ENOENT {
-				err = ns.Errorf(syscall.EROFS, "%s: names cannot be created", w.rel)
-			}
-			s.fail(n, c, w, err)
+	node, err := s.user.Resolve(ctx, w.rel)
+	if err != nil {
+		if flags&syscall.O_CREAT != 0 && ns.Errno(err) == syscall.ENOENT && s.mnt != "" {
+			byName() // a new stored file, or EROFS from the door
 			return
 		}
-		if flags&(syscall.O_CREAT|syscall.O_EXCL) == syscall.O_CREAT|syscall.O_EXCL {
-			s.respond(n.ID, 0, syscall.EEXIST)
-			return
-		}
+		s.fail(n, c, w, err)
+		return
+	}
+	if flags&(syscall.O_CREAT|syscall.O_EXCL) == syscall.O_CREAT|syscall.O_EXCL {
+		s.respond(n.ID, 0, syscall.EEXIST)
+		return
 	}
 	o, isOpener := node.(ns.Opener)
+	_, stored := node.(ns.Setattrer)
+	if flags&oPath != 0 {
+		// The kernel cannot hand over an O_PATH descriptor
+		// (SECCOMP_IOCTL_NOTIF_ADDFD answers EBADF), so directories
+		// and stored files are opened for reading instead: the
+		// descriptor serves as a base for *at calls, fchdir and fstat
+		// all the same. Opening an endpoint would connect or bind.
+		if isOpener && !stored {
+			s.respond(n.ID, 0, syscall.EOPNOTSUPP)
+			return
+		}
+		flags = flags&^(oPath|syscall.O_ACCMODE) | syscall.O_RDONLY
+	}
 	if !isOpener {
-		// Directories, O_PATH and nodes that cannot be opened: the
-		// private door (and the kernel) decide, as on the mounted door.
-		s.injectPath(n, c, w, s.private(w), flags, fdFlags)
+		// Directories and nodes that cannot be opened: the private
+		// door (and the kernel) decide, as on the mounted door.
+		s.injectPath(n, c, w, s.private(w), flags&^openOnly|syscall.O_CLOEXEC, 0, fdFlags)
 		return
 	}
 	if flags&syscall.O_DIRECTORY != 0 || w.slash {
 		s.respond(n.ID, 0, syscall.ENOTDIR)
 		return
 	}
-	nsFlags := flags &^ (syscall.O_CLOEXEC | syscall.O_CREAT | syscall.O_EXCL | syscall.O_NOCTTY | syscall.O_TRUNC)
+	if stored && s.mnt != "" &&
+		(flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0) {
+		// A stored file opened for writing: its handle needs the
+		// door's flush and truncation, so it is opened there.
+		byName()
+		return
+	}
+	nsFlags := flags &^ (syscall.O_CLOEXEC | openOnly)
 	h, err := o.Open(ctx, s.caller(n.Pid), nsFlags)
 	if err != nil {
 		s.fail(n, c, w, err)
 		return
 	}
 	if ko, ok := h.(ns.KernelObject); ok {
+		// Connected sockets, and stored files complete and clean in
+		// the cache (opened read-only: the cache's data file).
 		if s.injectKernel(n, c, w, h, ko, flags, fdFlags) {
 			return
 		}
+	}
+	if stored && s.mnt != "" {
+		// By name, so that fstat of the descriptor shows the inode
+		// stat of the name does (cp checks that they agree).
+		h.Close()
+		byName()
+		return
 	}
 	// Daemon-served: hand over an fd on the private door.
 	reopen := func(ctx context.Context, c ns.Caller, flags int) (ns.Handle, error) {
 		return o.Open(ctx, c, flags)
 	}
 	id := s.served.add(h, node, reopen)
-	s.injectPath(n, c, w, s.mnt+"/"+pendingDir+"/"+id, flags, fdFlags, func(fd int) {
+	s.injectPath(n, c, w, s.mnt+"/"+pendingDir+"/"+id, flags&^openOnly|syscall.O_CLOEXEC, 0, fdFlags, func(fd int) {
 		var st syscall.Stat_t
 		if syscall.Fstat(fd, &st) == nil {
 			s.served.bind(h, st.Ino)
@@ -352,6 +390,11 @@ func (s *server) open(n *notif, c call, w where) {
 	})
 	s.served.drop(id) // closes h unless the door took it
 }
+
+// openOnly are open flags that act on the name or the open itself, not on
+// the handle; a node opened by the catcher never sees them, nor does the
+// private door's inode of an already opened handle.
+const openOnly = syscall.O_CREAT | syscall.O_EXCL | syscall.O_NOCTTY | syscall.O_TRUNC | syscall.O_NOATIME | syscall.O_DIRECT
 
 // injectKernel gives the target the kernel object itself. It returns
 // false when the handle has no file after all (then the door serves it).
@@ -382,18 +425,18 @@ func (s *server) injectKernel(n *notif, c call, w where, h ns.Handle, ko ns.Kern
 	return true
 }
 
-// injectPath opens name on the private door with the target's flags and
-// gives the target that fd. opened, if set, sees the fd first.
-func (s *server) injectPath(n *notif, c call, w where, name string, flags int, fdFlags uint32, opened ...func(fd int)) {
+// injectPath opens name on the private door with flags (and mode, for
+// O_CREAT) and gives the target that fd. opened, if set, sees the fd
+// first.
+func (s *server) injectPath(n *notif, c call, w where, name string, flags int, mode uint32, fdFlags uint32, opened ...func(fd int)) {
 	if s.mnt == "" {
 		s.fail(n, c, w, ns.Errorf(syscall.EOPNOTSUPP, "no private FUSE door"))
 		return
 	}
-	oflags := flags&^(syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOCTTY|syscall.O_TRUNC|syscall.O_NOATIME|syscall.O_DIRECT) | syscall.O_CLOEXEC
 	var fd int
 	var err error
 	for {
-		fd, err = syscall.Open(name, oflags, 0)
+		fd, err = syscall.Open(name, flags, mode)
 		if err != syscall.EINTR {
 			break
 		}
@@ -506,6 +549,9 @@ func (s *server) statLike(n *notif, c call, w where) {
 		s.respond(n.ID, 0, e)
 		return
 	}
+	if c.kind == kStat || c.kind == kStatx {
+		s.kernelIdentity(n, c, w, buf[:])
+	}
 	if errno := s.writeTarget(n, addr, buf[:size]); errno != 0 {
 		s.respond(n.ID, 0, errno)
 		return
@@ -514,6 +560,49 @@ func (s *server) statLike(n *notif, c call, w where) {
 }
 
 const atFDCWDu = ^uintptr(99) // AT_FDCWD (-100) as an argument
+
+// kernelIdentity puts the device and inode number of the cache's file
+// into the stat result buf of a stored file that an open would hand over
+// as that file (complete and clean in the cache), so that stat of the
+// name and fstat of the descriptor agree on them as programs expect (cp
+// refuses a file "replaced while being copied" otherwise). Size, mode and
+// times stay the remote file's.
+func (s *server) kernelIdentity(n *notif, c call, w where, buf []byte) {
+	node, err := s.user.Resolve(s.ctx, w.rel)
+	if err != nil {
+		return
+	}
+	o, ok := node.(ns.Opener)
+	if _, stored := node.(ns.Setattrer); !ok || !stored {
+		return
+	}
+	h, err := o.Open(s.ctx, s.caller(n.Pid), syscall.O_RDONLY)
+	if err != nil {
+		return
+	}
+	defer h.Close()
+	ko, ok := h.(ns.KernelObject)
+	if !ok {
+		return
+	}
+	f, err := ko.KernelFile()
+	if err != nil {
+		return
+	}
+	var st syscall.Stat_t
+	if syscall.Fstat(int(f.Fd()), &st) != nil {
+		return
+	}
+	if c.kind == kStat {
+		*(*uint64)(unsafe.Pointer(&buf[0])) = st.Dev
+		*(*uint64)(unsafe.Pointer(&buf[8])) = st.Ino
+		return
+	}
+	// struct statx: stx_ino at 32, stx_dev_major and _minor at 136.
+	*(*uint64)(unsafe.Pointer(&buf[32])) = st.Ino
+	*(*uint32)(unsafe.Pointer(&buf[136])) = uint32((st.Dev>>8)&0xfff | (st.Dev>>32)&^0xfff)
+	*(*uint32)(unsafe.Pointer(&buf[140])) = uint32(st.Dev&0xff | (st.Dev>>12)&^0xff)
+}
 
 // access serves access, faccessat and faccessat2 on the private door.
 func (s *server) access(n *notif, c call, w where) {
@@ -532,36 +621,6 @@ func (s *server) access(n *notif, c call, w where) {
 	_, _, e := syscall.Syscall6(sysFaccessat2, atFDCWDu, uintptr(unsafe.Pointer(p)), uintptr(mode), uintptr(flags), 0, 0)
 	s.respond(n.ID, 0, e)
 }
-
-// setattr runs truncate, chmod, chown and the utime calls on the private
-// door, which accepts and ignores them like the mounted door.
-func (s *server) setattr(n *notif, c call, w where) {
-	name := s.private(w)
-	var err error
-	switch n.Nr {
-	case syscall.SYS_TRUNCATE:
-		err = syscall.Truncate(name, int64(n.Args[1]))
-	case syscall.SYS_CHMOD:
-		err = syscall.Chmod(name, uint32(n.Args[1]))
-	case syscall.SYS_FCHMODAT, sysFchmodat2:
-		err = syscall.Chmod(name, uint32(n.Args[2]))
-	case syscall.SYS_CHOWN:
-		err = syscall.Chown(name, int(int32(n.Args[1])), int(int32(n.Args[2])))
-	case syscall.SYS_LCHOWN:
-		err = syscall.Lchown(name, int(int32(n.Args[1])), int(int32(n.Args[2])))
-	case syscall.SYS_FCHOWNAT:
-		err = syscall.Fchownat(atFDCWD, name, int(int32(n.Args[2])), int(int32(n.Args[3])), int(n.Args[4])&^atEmptyPath)
-	default: // utime, utimes, futimesat, utimensat: now
-		err = syscall.UtimesNano(name, []syscall.Timespec{{Nsec: utimeNow}, {Nsec: utimeNow}})
-	}
-	var errno syscall.Errno
-	if err != nil && !errors.As(err, &errno) {
-		errno = syscall.EIO
-	}
-	s.respond(n.ID, 0, errno)
-}
-
-const utimeNow = (1 << 30) - 1 // UTIME_NOW
 
 // Constants the syscall package lacks.
 const (
