@@ -79,32 +79,44 @@ var dialers = map[string]struct {
 // buildNamespace mounts the providers at their implicit roots and the
 // user's mount points from the config file.
 func buildNamespace(c nsConfig, log *slog.Logger) (*daemonNamespace, error) {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return nil, fmt.Errorf("no home directory: %v", err)
-	}
+	// Without a home (a service with no $HOME) the network still works:
+	// remote files just find no ~/.ssh, ~/.netrc or mount-point file.
+	home, _ := os.UserHomeDir()
 	limit, err := config.ParseSize(c.cacheSize)
 	if err != nil {
 		return nil, fmt.Errorf("--cache-size %q: %v", c.cacheSize, err)
 	}
 	dir := c.cacheDir
 	if dir == "" {
-		if dir, err = os.UserCacheDir(); err != nil {
-			return nil, err
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = filepath.Join(os.TempDir(), fmt.Sprintf("wirefs-%d", os.Getuid()))
 		}
-		dir = filepath.Join(dir, "wirefs")
+		dir = filepath.Join(base, "wirefs")
 	}
 	files, err := cache.New(dir, limit, log)
+	if err != nil && c.cacheDir == "" {
+		// A user whose home cannot be written (nobody) still gets the
+		// network; remote files are then cached in a fresh private
+		// directory, whose dirty data a crash would lose.
+		tmp, terr := os.MkdirTemp("", "wirefs-cache-")
+		if terr == nil {
+			log.Warn("the cache directory cannot be used; caching remote files in a temporary directory", "dir", dir, "err", err, "instead", tmp)
+			files, err = cache.New(tmp, limit, log)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cache %s: %v", dir, err)
 	}
+	var mounts []config.Mount
 	file, required := c.configFile, c.configFile != ""
-	if file == "" {
+	if file == "" && (home != "" || os.Getenv("XDG_CONFIG_HOME") != "") {
 		file = config.DefaultFile(home)
 	}
-	mounts, err := config.Load(file, required)
-	if err != nil {
-		return nil, err
+	if file != "" {
+		if mounts, err = config.Load(file, required); err != nil {
+			return nil, err
+		}
 	}
 
 	res := resolve.New(c.dnsTTL)
