@@ -378,3 +378,30 @@ func TestVim(t *testing.T) {
 		t.Errorf("after both edits the server has %q", got)
 	}
 }
+
+// TestPerFileBounds: a "file" line of the mounts file gives one file
+// T_read = 0 while the rest of the server keeps the mount's long bound.
+func TestPerFileBounds(t *testing.T) {
+	needFUSE(t)
+	root, _ := serverTree(t)
+	addr := testsrv.Diod(t, root)
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".config", "wirefs"), 0o700)
+	os.WriteFile(filepath.Join(home, ".config", "wirefs", "mounts"),
+		[]byte("file 9p://"+addr+root+"/notes.txt t_read=0\n"), 0o600)
+	m := remoteMount(t, home, "--t-read", "1h")
+	dir := "9p/" + addr + root
+	read := func(name string) string {
+		return mustOK(t, "cat", bash(t, m, 30*time.Second, `cat "$M/$1/$2"`, dir, name)).Stdout
+	}
+	read("notes.txt")
+	read("src/lib/todo.txt")
+	os.WriteFile(filepath.Join(root, "notes.txt"), []byte("new notes\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "src/lib/todo.txt"), []byte("new todo\n"), 0o644)
+	if got := read("notes.txt"); got != "new notes\n" {
+		t.Errorf("notes.txt has t_read=0 but reads %q", got)
+	}
+	if got := read("src/lib/todo.txt"); got != "TODO: write the docs\n" {
+		t.Errorf("todo.txt is within the mount's 1h bound, yet reads %q (revalidated early)", got)
+	}
+}

@@ -57,11 +57,7 @@ Options:
 		return fmt.Errorf("attach: %w", err)
 	}
 	defer d.close(log)
-	roots, err := topRoots(cfg)
-	if err != nil {
-		return fmt.Errorf("attach: %w", err)
-	}
-	err = catch.Attach(d.ns, pid, catch.Options{Prefix: *prefix, Log: log, Roots: roots, URLName: urlName})
+	err = catch.Attach(d.ns, pid, catch.Options{Prefix: *prefix, Log: log, Roots: d.roots, URLName: urlName})
 	if err != nil {
 		return fmt.Errorf("attach: %w", err)
 	}

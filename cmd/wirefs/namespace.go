@@ -58,6 +58,9 @@ type daemonNamespace struct {
 	ns       *ns.Namespace
 	resolver *resolve.Resolver
 	files    *cache.Cache
+	// roots are the top-level names of remote files: the protocol roots
+	// and the user's mount points (the catcher shows them at "/" too).
+	roots []string
 	// kernel drops what a door's kernel side cached; set once a door runs.
 	mu     sync.Mutex
 	kernel func()
@@ -108,13 +111,13 @@ func buildNamespace(c nsConfig, log *slog.Logger) (*daemonNamespace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cache %s: %v", dir, err)
 	}
-	var mounts []config.Mount
+	var table config.Table
 	file, required := c.configFile, c.configFile != ""
 	if file == "" && (home != "" || os.Getenv("XDG_CONFIG_HOME") != "") {
 		file = config.DefaultFile(home)
 	}
 	if file != "" {
-		if mounts, err = config.Load(file, required); err != nil {
+		if table, err = config.Load(file, required); err != nil {
 			return nil, err
 		}
 	}
@@ -130,25 +133,45 @@ func buildNamespace(c nsConfig, log *slog.Logger) (*daemonNamespace, error) {
 	defaults := config.Options{}
 	servers := map[string]ns.Dir{}
 	for scheme, p := range dialers {
-		servers[scheme] = files.Servers(scheme, p.dial, c.remoteOptions(home, p.tls, defaults, log), c.cacheOptions(defaults))
+		servers[scheme] = files.Servers(scheme, p.dial, c.remoteOptions(home, p.tls, defaults, log), c.cacheOptions(scheme, defaults, table.Files))
 		d.ns.Mount(scheme, servers[scheme])
+		d.roots = append(d.roots, scheme)
 	}
-	for _, m := range mounts {
+	for _, m := range table.Mounts {
 		// A mount with options of its own gets sessions of its own.
 		root := servers[m.Root.Scheme]
 		if len(m.Opts.Set) > 0 {
 			p := dialers[m.Root.Scheme]
-			root = files.Servers(m.Root.Scheme+"@"+m.Prefix, p.dial, c.remoteOptions(home, p.tls, m.Opts, log), c.cacheOptions(m.Opts))
+			root = files.Servers(m.Root.Scheme+"@"+m.Prefix, p.dial, c.remoteOptions(home, p.tls, m.Opts, log), c.cacheOptions(m.Root.Scheme, m.Opts, table.Files))
 		}
 		d.ns.Mount(m.Prefix, ns.Alias(root, m.Root.Server+m.Root.Path))
+		d.roots = append(d.roots, m.Prefix)
 		log.Debug("mount point", "prefix", "/"+m.Prefix, "root", m.Root.String(), "line", m.Line)
 	}
 	return d, nil
 }
 
-func (c nsConfig) cacheOptions(o config.Options) cache.Options {
+// cacheOptions are the cache settings of a protocol's sessions: the
+// command line's, a mount line's options, and the per-file lines of the
+// protocol (keyed "SERVER/PATH", "SERVER/PATH/" for a subtree).
+func (c nsConfig) cacheOptions(scheme string, o config.Options, perFile []config.File) cache.Options {
 	co := cache.Options{TRead: c.tRead, TWrite: c.tWrite, AgePercent: o.AgePercent,
-		DirTTL: o.DirTTL, ReadAhead: o.ReadAhead, ReadOnly: o.ReadOnly}
+		DirTTL: o.DirTTL, ReadAhead: o.ReadAhead, ReadOnly: o.ReadOnly, Files: map[string]cache.FileOptions{}}
+	for _, f := range perFile {
+		if f.Root.Scheme != scheme {
+			continue
+		}
+		key := f.Root.Server + f.Root.Path
+		if f.Subtree && !strings.HasSuffix(key, "/") {
+			key += "/"
+		}
+		fo := cache.FileOptions{TRead: f.TRead, TWrite: f.TWrite}
+		if fo.TRead != nil && *fo.TRead == 0 {
+			none := time.Duration(-1) // the cache's "validate on every open"
+			fo.TRead = &none
+		}
+		co.Files[key] = fo
+	}
 	if o.Set["t_read"] {
 		co.TRead = o.TRead
 	}

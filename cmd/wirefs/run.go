@@ -66,14 +66,9 @@ Options:
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	roots, err := topRoots(cfg)
-	if err != nil {
-		d.close(log)
-		return fmt.Errorf("run: %w", err)
-	}
 	status, err := catch.Run(d.ns, catch.Options{
 		Prefix: *prefix, Args: fl.Args(), Log: log, NoSyncWakeUp: !*syncWake,
-		Roots: roots, URLName: urlName,
+		Roots: d.roots, URLName: urlName,
 	})
 	d.close(log)
 	if err != nil {
@@ -81,34 +76,6 @@ Options:
 	}
 	os.Exit(status)
 	return nil
-}
-
-// topRoots are the namespace names the catcher shows at the top level as
-// well as below the prefix: the remote-file roots (/http, /sftp, ...) and
-// the user's mount points (each at "/"+prefix).
-func topRoots(c nsConfig) ([]string, error) {
-	var roots []string
-	for scheme := range dialers {
-		roots = append(roots, scheme)
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return nil, err
-	}
-	// The same file buildNamespace mounted (it has been read once
-	// already, so errors here are unlikely).
-	file, required := c.configFile, c.configFile != ""
-	if file == "" {
-		file = config.DefaultFile(home)
-	}
-	mounts, err := config.Load(file, required)
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range mounts {
-		roots = append(roots, m.Prefix)
-	}
-	return roots, nil
 }
 
 // urlName maps a URL name ("sftp://me@host/dir/f") to its namespace name

@@ -84,6 +84,18 @@ type Options struct {
 	// ReadOnly refuses every change with EROFS even when the backend can
 	// write.
 	ReadOnly bool
+	// Files overrides TRead and TWrite for single files or subtrees
+	// (Ufo's per-file bounds), keyed by "SERVER/PATH" as in the
+	// namespace: "me@host/home/me/live.log", or "me@host/home/me/logs/"
+	// for everything below. The longest matching key wins; Servers gives
+	// each server's tree the keys of that server.
+	Files map[string]FileOptions
+}
+
+// FileOptions are per-file consistency bounds; nil fields keep the mount's.
+// A negative TRead means 0 (validate on every open).
+type FileOptions struct {
+	TRead, TWrite *time.Duration
 }
 
 func (o Options) withDefaults() Options {

@@ -8,13 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"wirefs/internal/leakcheck"
 	"wirefs/internal/ns"
 	"wirefs/internal/remote"
 )
@@ -904,18 +904,12 @@ func TestServersDialOnceAndRetryFailures(t *testing.T) {
 	}
 }
 
-func countFDs() int {
-	ents, _ := os.ReadDir("/proc/self/fd")
-	return len(ents)
-}
-
 func TestNoLeaksAfterClose(t *testing.T) {
 	b := newLocalBackend(t)
 	b.put(t, "/r", pattern(3<<20))
 	b.put(t, "/dir/x", []byte("x"))
 	dir := filepath.Join(t.TempDir(), "cache")
-	runtime.GC()
-	goroutines, fds := runtime.NumGoroutine(), countFDs()
+	base := leakcheck.Take(t)
 
 	c, err := New(dir, 1<<20, nil)
 	if err != nil {
@@ -934,9 +928,7 @@ func TestNoLeaksAfterClose(t *testing.T) {
 	if got, _ := b.get("/dir/y"); string(got) != "pending" {
 		t.Fatalf("Close did not write back: server has %q", got)
 	}
-	waitFor(t, "goroutines and fds back to the baseline", func() bool {
-		return runtime.NumGoroutine() <= goroutines && countFDs() <= fds
-	})
+	base.Check(t)
 	if !b.closed {
 		t.Fatal("the session was not closed")
 	}

@@ -114,7 +114,7 @@ func (f *file) lengthLocked() int64 {
 }
 
 func (f *file) freshLocked() bool {
-	return f.t.fresh(f.checked, f.epoch, f.t.trust(f.info, f.checked))
+	return f.t.fresh(f.checked, f.epoch, f.t.trust(f.path, f.info, f.checked))
 }
 
 func (f *file) completeLocked() bool {
@@ -334,9 +334,10 @@ func (f *file) CacheTTL() time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.dirty {
-		return f.t.o.TRead
+		tread, _ := f.t.bounds(f.path)
+		return tread
 	}
-	return f.t.remaining(f.checked, f.epoch, f.t.trust(f.info, f.checked))
+	return f.t.remaining(f.checked, f.epoch, f.t.trust(f.path, f.info, f.checked))
 }
 
 // Open validates f unless its attributes are trusted (lazy open: no round
@@ -966,12 +967,12 @@ func (f *file) Setattr(ctx context.Context, h ns.Handle, a ns.SetAttr) (ns.Attr,
 		// Through an open writable handle the change goes with the
 		// handle's close; otherwise by the write-back rule now.
 		if _, open := h.(*writeHandle); !open {
-			if t.o.TWrite == 0 {
+			if _, twrite := t.bounds(f.path); twrite == 0 {
 				if err := f.writeBack(ctx); err != nil {
 					return ns.Attr{}, err
 				}
 			} else {
-				f.schedule(t.o.TWrite)
+				f.schedule(twrite)
 			}
 		}
 	}

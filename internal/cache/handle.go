@@ -184,7 +184,8 @@ func (w *writeHandle) Flush(ctx context.Context) error {
 	if !f.isDirty() {
 		return nil
 	}
-	if f.t.o.TWrite == 0 {
+	_, twrite := f.t.bounds(f.path)
+	if twrite == 0 {
 		return f.writeBack(ctx)
 	}
 	f.mu.Lock()
@@ -198,7 +199,7 @@ func (w *writeHandle) Flush(ctx context.Context) error {
 		f.releaseLocked(b)
 		f.mu.Unlock()
 	}
-	f.schedule(f.t.o.TWrite)
+	f.schedule(twrite)
 	return err
 }
 
@@ -211,7 +212,8 @@ func (w *writeHandle) Close() error {
 	pending := f.dirty && f.timer == nil && f.storing == nil
 	f.mu.Unlock()
 	if pending {
-		f.schedule(f.t.o.TWrite)
+		_, twrite := f.t.bounds(f.path)
+		f.schedule(twrite)
 	}
 	return nil
 }

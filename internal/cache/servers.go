@@ -92,7 +92,7 @@ func (s *servers) connect(name string, se *session) {
 		}
 		s.mu.Unlock()
 	} else {
-		se.root = s.c.Root(s.proto+"://"+name, b, s.o)
+		se.root = s.c.Root(s.proto+"://"+name, b, s.o.forServer(name))
 	}
 	close(se.done)
 }
@@ -131,4 +131,16 @@ func (c *Cache) spawn(fn func()) bool {
 		fn()
 	}()
 	return true
+}
+
+// forServer is o with the per-file keys of server name, as server paths.
+func (o Options) forServer(name string) Options {
+	files := map[string]FileOptions{}
+	for k, fo := range o.Files {
+		if p, ok := strings.CutPrefix(k, name+"/"); ok {
+			files["/"+p] = fo
+		}
+	}
+	o.Files = files
+	return o
 }

@@ -180,10 +180,31 @@ func (t *tree) remaining(checked time.Time, epoch int64, bound time.Duration) ti
 	return bound - time.Since(checked)
 }
 
-// trust is the read bound of a file with attributes info validated at
-// checked: T_read, or less for young files when AgePercent is set.
-func (t *tree) trust(info remote.Info, checked time.Time) time.Duration {
-	bound := t.o.TRead
+// bounds are T_read and T_write of the file at server path p: the mount's,
+// or those of the longest per-file key that matches p.
+func (t *tree) bounds(p string) (tread, twrite time.Duration) {
+	tread, twrite = t.o.TRead, t.o.TWrite
+	best := -1
+	for k, fo := range t.o.Files {
+		if len(k) <= best || !(k == p || strings.HasSuffix(k, "/") && strings.HasPrefix(p, k)) {
+			continue
+		}
+		best = len(k)
+		tread, twrite = t.o.TRead, t.o.TWrite
+		if fo.TRead != nil {
+			tread = max(*fo.TRead, 0)
+		}
+		if fo.TWrite != nil {
+			twrite = max(*fo.TWrite, 0)
+		}
+	}
+	return tread, twrite
+}
+
+// trust is the read bound of the file at p with attributes info validated
+// at checked: T_read, or less for young files when AgePercent is set.
+func (t *tree) trust(p string, info remote.Info, checked time.Time) time.Duration {
+	bound, _ := t.bounds(p)
 	if t.o.AgePercent > 0 && !info.Mtime.IsZero() {
 		age := max(checked.Sub(info.Mtime), 0)
 		bound = min(bound, age*time.Duration(t.o.AgePercent)/100)
@@ -233,7 +254,7 @@ func (t *tree) known(p string) ns.Node {
 	t.mu.Unlock()
 	if f != nil {
 		f.mu.Lock()
-		ok := f.dirty || (f.info.Size >= 0 && t.fresh(f.checked, f.epoch, t.trust(f.info, f.checked)))
+		ok := f.dirty || (f.info.Size >= 0 && t.fresh(f.checked, f.epoch, t.trust(f.path, f.info, f.checked)))
 		f.mu.Unlock()
 		if ok {
 			return f

@@ -8,6 +8,8 @@
 //	# prefix   remote root                     options (comma or space separated)
 //	/csftp  →  ftp://ftp.example.org/pub,      read_timeout=60s
 //	src        sftp://me@build/home/me/src     t_read=5s t_write=0
+//	# per-file bounds: a file, or a subtree when the URL ends in "/"
+//	file       sftp://me@build/home/me/live.log t_read=0
 //
 // The arrow ("→" or "->") and the commas are optional.
 package config
@@ -102,7 +104,7 @@ type Options struct {
 	Set               map[string]bool
 }
 
-// Mount is one line of the file.
+// Mount is one mount-point line of the file.
 type Mount struct {
 	Prefix string // clean, without the leading slash
 	Root   Root
@@ -110,9 +112,25 @@ type Mount struct {
 	Line   int
 }
 
+// File is a "file URL t_read=... t_write=..." line: consistency bounds for
+// one file, or for a subtree when Subtree (the URL ended in "/").
+type File struct {
+	Root    Root
+	Subtree bool
+	TRead   *time.Duration
+	TWrite  *time.Duration
+	Line    int
+}
+
+// Table is the whole file: mount points and per-file bounds.
+type Table struct {
+	Mounts []Mount
+	Files  []File
+}
+
 // Parse reads the text of a mount file. Errors name the line.
-func Parse(text string) ([]Mount, error) {
-	var out []Mount
+func Parse(text string) (Table, error) {
+	var out Table
 	for i, line := range strings.Split(text, "\n") {
 		if c := strings.IndexByte(line, '#'); c >= 0 {
 			line = line[:c]
@@ -127,23 +145,59 @@ func Parse(text string) ([]Mount, error) {
 			continue
 		}
 		if len(f) < 2 {
-			return nil, fmt.Errorf("line %d: want PREFIX REMOTE-ROOT [OPTIONS]", i+1)
+			return Table{}, fmt.Errorf("line %d: want PREFIX REMOTE-ROOT [OPTIONS] or file URL OPTIONS", i+1)
+		}
+		if f[0] == "file" {
+			fl, err := parseFile(f[1:])
+			if err != nil {
+				return Table{}, fmt.Errorf("line %d: %v", i+1, err)
+			}
+			fl.Line = i + 1
+			out.Files = append(out.Files, fl)
+			continue
 		}
 		prefix := strings.Trim(path.Clean("/"+f[0]), "/")
 		if prefix == "" {
-			return nil, fmt.Errorf("line %d: the prefix cannot be the root", i+1)
+			return Table{}, fmt.Errorf("line %d: the prefix cannot be the root", i+1)
 		}
 		root, err := ParseRoot(f[1])
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %v", i+1, err)
+			return Table{}, fmt.Errorf("line %d: %v", i+1, err)
 		}
 		opts, err := ParseOptions(f[2:])
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %v", i+1, err)
+			return Table{}, fmt.Errorf("line %d: %v", i+1, err)
 		}
-		out = append(out, Mount{Prefix: prefix, Root: root, Opts: opts, Line: i + 1})
+		out.Mounts = append(out.Mounts, Mount{Prefix: prefix, Root: root, Opts: opts, Line: i + 1})
 	}
 	return out, nil
+}
+
+// parseFile parses the words after "file": a URL and bounds.
+func parseFile(words []string) (File, error) {
+	root, err := ParseRoot(words[0])
+	if err != nil {
+		return File{}, err
+	}
+	opts, err := ParseOptions(words[1:])
+	if err != nil {
+		return File{}, err
+	}
+	fl := File{Root: root, Subtree: strings.HasSuffix(words[0], "/")}
+	for k := range opts.Set {
+		switch k {
+		case "t_read":
+			fl.TRead = &opts.TRead
+		case "t_write":
+			fl.TWrite = &opts.TWrite
+		default:
+			return File{}, fmt.Errorf("option %s is per mount; a file line takes t_read and t_write", k)
+		}
+	}
+	if fl.TRead == nil && fl.TWrite == nil {
+		return File{}, fmt.Errorf("a file line needs t_read or t_write")
+	}
+	return fl, nil
 }
 
 // ParseOptions parses "key=value" words (and the flags "ro",
@@ -225,17 +279,17 @@ func DefaultFile(home string) string {
 }
 
 // Load reads file; a missing file is an empty table unless required.
-func Load(file string, required bool) ([]Mount, error) {
+func Load(file string, required bool) (Table, error) {
 	data, err := os.ReadFile(file)
 	if os.IsNotExist(err) && !required {
-		return nil, nil
+		return Table{}, nil
 	}
 	if err != nil {
-		return nil, err
+		return Table{}, err
 	}
-	m, err := Parse(string(data))
+	t, err := Parse(string(data))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", file, err)
+		return Table{}, fmt.Errorf("%s: %v", file, err)
 	}
-	return m, nil
+	return t, nil
 }

@@ -7,14 +7,21 @@ import (
 )
 
 func TestParse(t *testing.T) {
-	m, err := Parse(`
+	tab, err := Parse(`
 # comment
 /csftp → ftp://ftp.example.org/pub, read_timeout=60s
 src   sftp://me@build:2222/home/me/src  t_read=5s t_write=0 ro  # trailing
 /a/b/ -> http://[::1]:8080/x/../y,age_percent=10,read_ahead=2m
+file sftp://me@build/home/me/live.log t_read=0
+file sftp://me@build/home/me/logs/ t_write=10s
 `)
 	if err != nil {
 		t.Fatal(err)
+	}
+	m := tab.Mounts
+	if f := tab.Files; len(f) != 2 || f[0].Root.Path != "/home/me/live.log" || f[0].Subtree || f[0].TRead == nil || *f[0].TRead != 0 || f[0].TWrite != nil ||
+		!f[1].Subtree || f[1].TWrite == nil || *f[1].TWrite != 10*time.Second {
+		t.Errorf("file lines: %+v", f)
 	}
 	if len(m) != 3 {
 		t.Fatalf("got %d mounts", len(m))
@@ -47,6 +54,9 @@ func TestParseErrors(t *testing.T) {
 		"/x sftp://h/p read_ahead=1x",
 		"/x sftp://h/p nosuch=1",
 		"/x sftp://h/p ro=1",
+		"file sftp://h/p",
+		"file sftp://h/p ro",
+		"file nope t_read=1s",
 	} {
 		if _, err := Parse(bad); err == nil {
 			t.Errorf("%q: no error", bad)
@@ -61,11 +71,16 @@ func FuzzParse(f *testing.F) {
 	f.Add("src sftp://me@[fe80::1%eth0]:22/x t_read=1s,ro\n# c\n")
 	f.Add("/a 9p://h/srv/export read_ahead=8m")
 	f.Fuzz(func(t *testing.T, text string) {
-		ms, err := Parse(text)
+		tab, err := Parse(text)
 		if err != nil {
 			return
 		}
-		for _, m := range ms {
+		for _, f := range tab.Files {
+			if f.TRead == nil && f.TWrite == nil {
+				t.Fatalf("file line without bounds from %q", text)
+			}
+		}
+		for _, m := range tab.Mounts {
 			if m.Prefix == "" || strings.HasPrefix(m.Prefix, "/") || !strings.HasPrefix(m.Root.Path, "/") || !Schemes[m.Root.Scheme] {
 				t.Fatalf("bad mount %+v from %q", m, text)
 			}
