@@ -85,6 +85,23 @@ type Options struct {
 	Askpass func(prompt string) (string, error)
 }
 
+// WithDefaults returns o with the zero settings filled in: Log with a
+// logger that discards, ConnectTimeout with connect and Timeout with
+// timeout when they are not positive. Each protocol passes its own
+// defaults, since what is patient enough differs between them.
+func (o Options) WithDefaults(connect, timeout time.Duration) Options {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = connect
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = timeout
+	}
+	return o
+}
+
 // Dialer starts a session with a server named as in the namespace:
 // "[user@]host[:port]" (host may be a bracketed IPv6 address, or for
 // SFTP an alias from ~/.ssh/config).

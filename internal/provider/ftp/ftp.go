@@ -109,6 +109,7 @@ func dial(ctx context.Context, server string, o remote.Options, times poolTimes)
 	if err != nil {
 		return nil, err
 	}
+	o = o.WithDefaults(defaultConnectTimeout, defaultTimeout)
 	b := &Backend{
 		addr:           net.JoinHostPort(host, port),
 		host:           host,
@@ -120,15 +121,6 @@ func dial(ctx context.Context, server string, o remote.Options, times poolTimes)
 		transfers:      make(chan struct{}, MaxConns-1),
 		live:           map[*pconn]struct{}{},
 		done:           make(chan struct{}),
-	}
-	if b.log == nil {
-		b.log = slog.New(slog.DiscardHandler)
-	}
-	if b.connectTimeout <= 0 {
-		b.connectTimeout = defaultConnectTimeout
-	}
-	if b.timeout <= 0 {
-		b.timeout = defaultTimeout
 	}
 	if o.TLS {
 		b.tls = &tls.Config{

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"wirefs/internal/leakcheck"
 	"wirefs/internal/ns"
 	"wirefs/internal/remote"
 	"wirefs/internal/testsrv"
@@ -611,10 +612,7 @@ func TestIdleConnectionsDropped(t *testing.T) {
 func TestNoLeaks(t *testing.T) {
 	f := newFixture(t, map[string]string{"a": strings.Repeat("a", 4<<20), "d/": ""})
 	ctx := context.Background()
-	countFDs := func() int { e, _ := os.ReadDir("/proc/self/fd"); return len(e) }
-	// Warm up what the runtime and the test server keep.
-	runtime.GC()
-	goroutines, fds := runtime.NumGoroutine(), countFDs()
+	base := leakcheck.Take(t)
 
 	b, err := Dial(ctx, f.server, remote.Options{Home: f.home, Timeout: 10 * time.Second})
 	mustDo(t, err)
@@ -636,9 +634,7 @@ func TestNoLeaks(t *testing.T) {
 	b.Stat(ctx, "/nope")
 	mustDo(t, b.Close())
 	held.Close()
-	waitFor(t, "goroutines and fds back to the baseline", func() bool {
-		return runtime.NumGoroutine() <= goroutines && countFDs() <= fds
-	})
+	base.Check(t)
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

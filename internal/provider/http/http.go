@@ -77,6 +77,7 @@ func Dial(_ context.Context, server string, o remote.Options) (remote.Backend, e
 	if err != nil {
 		return nil, err
 	}
+	o = o.WithDefaults(defaultConnectTimeout, defaultTimeout)
 	s := &session{
 		base:    url.URL{Scheme: "http", Host: hostport},
 		host:    host,
@@ -87,24 +88,14 @@ func Dial(_ context.Context, server string, o remote.Options) (remote.Backend, e
 	if o.TLS {
 		s.base.Scheme = "https"
 	}
-	if s.timeout <= 0 {
-		s.timeout = defaultTimeout
-	}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
 	s.log = s.log.With("server", s.base.String())
-	connectTimeout := o.ConnectTimeout
-	if connectTimeout <= 0 {
-		connectTimeout = defaultConnectTimeout
-	}
 
 	s.login = netrcLogin(s.log, o.Home, host, user)
 	s.tr = &nethttp.Transport{
 		Proxy:                 nethttp.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           (&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
 		TLSClientConfig:       &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:   connectTimeout,
+		TLSHandshakeTimeout:   o.ConnectTimeout,
 		ResponseHeaderTimeout: s.timeout,
 		MaxIdleConnsPerHost:   idleConnsPerHost,
 		IdleConnTimeout:       90 * time.Second,

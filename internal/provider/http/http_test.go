@@ -12,7 +12,6 @@ import (
 	nethttp "net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"wirefs/internal/leakcheck"
 	"wirefs/internal/ns"
 	"wirefs/internal/remote"
 	"wirefs/internal/testsrv"
@@ -696,15 +696,6 @@ func TestSplitServer(t *testing.T) {
 	}
 }
 
-func fdCount(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
 // TestNoLeaks: after Close, every goroutine and descriptor the session
 // used is gone, including those of readers the caller forgot to close.
 func TestNoLeaks(t *testing.T) {
@@ -712,7 +703,7 @@ func TestNoLeaks(t *testing.T) {
 	addr, _ := testsrv.Nginx(t, root, false)
 	tlsAddr, ca := testsrv.Nginx(t, root, true)
 	stalled := stalledServer(t, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nx")
-	baseG, baseFD := runtime.NumGoroutine(), fdCount(t)
+	base := leakcheck.Take(t)
 
 	ctx := context.Background()
 	for _, p := range []peer{{"http", addr, remote.Options{}}, {"https", tlsAddr, remote.Options{TLS: true, RootCAs: ca}}} {
@@ -749,17 +740,5 @@ func TestNoLeaks(t *testing.T) {
 	}
 	go io.Copy(io.Discard, r)
 	b.Close()
-
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		g, f := runtime.NumGoroutine(), fdCount(t)
-		if g <= baseG && f <= baseFD {
-			return
-		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("leak: %d goroutines (baseline %d), %d fds (baseline %d)\n%s", g, baseG, f, baseFD, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	base.Check(t)
 }

@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"wirefs/internal/leakcheck"
 	"wirefs/internal/ns"
 	"wirefs/internal/resolve"
 )
@@ -1188,33 +1188,6 @@ func TestUDPChannelWriteKeepsReplyPeer(t *testing.T) {
 	}
 }
 
-func fdCount(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
-// settle polls until the goroutine and fd counts are back to baseline.
-func settle(t *testing.T, goroutines, fds int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		g, f := runtime.NumGoroutine(), fdCount(t)
-		if g <= goroutines && f <= fds {
-			return
-		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			t.Fatalf("leak: %d goroutines (baseline %d), %d fds (baseline %d)\n%s", g, goroutines, f, fds, buf)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestNoLeaks(t *testing.T) {
 	e := newEnv(t)
 	port := freePort(t, "tcp")
@@ -1256,7 +1229,7 @@ func TestNoLeaks(t *testing.T) {
 	}
 	srv.Close()
 	time.Sleep(50 * time.Millisecond)
-	baseG, baseFD := runtime.NumGoroutine(), fdCount(t)
+	base := leakcheck.Take(t)
 
 	srv, err = e.openAs(ctx, e.self, "tcp", name)
 	if err != nil {
@@ -1298,7 +1271,7 @@ func TestNoLeaks(t *testing.T) {
 	if e.p.Live() != 0 {
 		t.Fatalf("Live() = %d after all closed", e.p.Live())
 	}
-	settle(t, baseG, baseFD)
+	base.Check(t)
 	ents, _ := e.p.TCP().ReadDir(context.Background())
 	if len(ents) != 0 {
 		t.Fatalf("tcp/ still lists %q", names(ents))

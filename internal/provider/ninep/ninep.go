@@ -86,17 +86,15 @@ func Dial(ctx context.Context, server string, o remote.Options) (remote.Backend,
 	if err != nil {
 		return nil, err
 	}
+	o = o.WithDefaults(defaultConnectTimeout, defaultTimeout)
 	b := &Backend{
 		addr:           addr,
 		user:           u,
-		timeout:        orDefault(o.Timeout, defaultTimeout),
-		connectTimeout: orDefault(o.ConnectTimeout, defaultConnectTimeout),
+		timeout:        o.Timeout,
+		connectTimeout: o.ConnectTimeout,
 		log:            o.Log,
 		accepted:       map[string]bool{},
 		refused:        map[string]time.Time{},
-	}
-	if b.log == nil {
-		b.log = slog.New(slog.DiscardHandler)
 	}
 	// Connect now, so that a wrong address or a server that does not
 	// speak 9P2000.L is reported by Dial.
@@ -105,13 +103,6 @@ func Dial(ctx context.Context, server string, o remote.Options) (remote.Backend,
 		return nil, err
 	}
 	return b, nil
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // parseServer splits "[user@]host[:port]"; host may be a bracketed IPv6

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"wirefs/internal/leakcheck"
 	"wirefs/internal/ns"
 	"wirefs/internal/remote"
 	"wirefs/internal/testsrv"
@@ -516,11 +516,7 @@ func TestNoLeaks(t *testing.T) {
 	exp := exportDir(t)
 	os.WriteFile(exp+"/f", make([]byte, 1<<20), 0o644)
 	srv := testsrv.StartDiod(t, exp)
-	fds := func() int {
-		ents, _ := os.ReadDir("/proc/self/fd")
-		return len(ents)
-	}
-	baseG, baseFD := runtime.NumGoroutine(), fds()
+	base := leakcheck.Take(t)
 
 	b := dial(t, srv.Addr, remote.Options{Timeout: time.Minute})
 	ctx := context.Background()
@@ -539,14 +535,7 @@ func TestNoLeaks(t *testing.T) {
 	b.Close()
 	srv.Resume()
 
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > baseG || fds() > baseFD {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<16)
-			t.Fatalf("goroutines %d (was %d), fds %d (was %d)\n%s", runtime.NumGoroutine(), baseG, fds(), baseFD, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	base.Check(t)
 	_, err = b.Stat(ctx, exp+"/f")
 	wantErrno(t, err, syscall.EIO)
 }

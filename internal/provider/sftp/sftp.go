@@ -74,16 +74,8 @@ func Dial(ctx context.Context, server string, o remote.Options) (remote.Backend,
 	if err != nil {
 		return nil, err
 	}
+	o = o.WithDefaults(defaultConnectTimeout, defaultTimeout)
 	b := &backend{h: h, o: o, log: o.Log, timeout: o.Timeout, connectTimeout: o.ConnectTimeout}
-	if b.log == nil {
-		b.log = slog.New(slog.DiscardHandler)
-	}
-	if b.timeout <= 0 {
-		b.timeout = defaultTimeout
-	}
-	if b.connectTimeout <= 0 {
-		b.connectTimeout = defaultConnectTimeout
-	}
 	b.life, b.end = context.WithCancel(context.Background())
 	if _, err := b.conn(ctx); err != nil {
 		b.Close()

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,6 +25,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
+	"wirefs/internal/leakcheck"
 	"wirefs/internal/ns"
 	"wirefs/internal/remote"
 	"wirefs/internal/testsrv"
@@ -636,7 +636,7 @@ func TestNoLeaksAfterClose(t *testing.T) {
 	e := newEnv(t)
 	dir := t.TempDir()
 	os.WriteFile(dir+"/f", make([]byte, 3<<20), 0o644)
-	goroutines, fds := runtime.NumGoroutine(), countFDs(t)
+	base := leakcheck.Take(t)
 
 	b, err := Dial(context.Background(), alias, e.o)
 	if err != nil {
@@ -658,25 +658,9 @@ func TestNoLeaksAfterClose(t *testing.T) {
 
 	// Close waited for the session's goroutines; those of x/crypto end
 	// right after the socket closes.
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > goroutines || countFDs(t) > fds {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("goroutines %d (baseline %d), fds %d (baseline %d)\n%s",
-				runtime.NumGoroutine(), goroutines, countFDs(t), fds, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	base.Check(t)
 	_, err = b.Stat(ctx, dir)
 	wantErrno(t, "stat after Close", err, syscall.EIO)
-}
-
-func countFDs(t *testing.T) int {
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(entries)
 }
 
 func TestBadServerName(t *testing.T) {
