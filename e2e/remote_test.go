@@ -405,3 +405,18 @@ func TestPerFileBounds(t *testing.T) {
 		t.Errorf("todo.txt is within the mount's 1h bound, yet reads %q (revalidated early)", got)
 	}
 }
+
+// TestRemoteRefused: a server that is not there is "Connection refused",
+// for every protocol, and ls of the protocol's root still works.
+func TestRemoteRefused(t *testing.T) {
+	needFUSE(t)
+	m := remoteMount(t, t.TempDir())
+	port := strconv.Itoa(testsrv.FreePort(t))
+	for _, scheme := range []string{"http", "https", "ftp", "sftp", "9p"} {
+		r := bash(t, m, 30*time.Second, `cat "$M/$1/127.0.0.1:$2/x"`, scheme, port)
+		if r.Code == 0 || !strings.Contains(r.Stderr, "Connection refused") {
+			t.Errorf("%s: want Connection refused, got %s", scheme, r)
+		}
+		mustOK(t, "ls root", bash(t, m, 10*time.Second, `ls "$M/$1/" >/dev/null`, scheme))
+	}
+}

@@ -115,8 +115,10 @@ func (s *servers) ReadDir(ctx context.Context) ([]ns.DirEntry, error) {
 	return out, nil
 }
 
-// CacheTTL: the list of servers changes with every dial; doors should ask.
-func (s *servers) CacheTTL() time.Duration { return 0 }
+// CacheTTL: the directory itself never changes (its listing, which grows
+// with every dial, is read afresh anyway), so a kernel may keep its entry:
+// every path below it walks through it.
+func (s *servers) CacheTTL() time.Duration { return time.Minute }
 
 // spawn runs fn in a goroutine that Close waits for; false after Close.
 func (c *Cache) spawn(fn func()) bool {

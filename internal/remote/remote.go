@@ -9,9 +9,11 @@ package remote
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -106,3 +108,16 @@ func (o Options) WithDefaults(connect, timeout time.Duration) Options {
 // "[user@]host[:port]" (host may be a bracketed IPv6 address, or for
 // SFTP an alias from ~/.ssh/config).
 type Dialer func(ctx context.Context, server string, o Options) (Backend, error)
+
+// ConnErrno is the errno of a failed connection: the socket's own when it
+// has one a program understands (ECONNREFUSED: cat prints "Connection
+// refused"), else EIO.
+func ConnErrno(err error) syscall.Errno {
+	for _, e := range []syscall.Errno{syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EHOSTUNREACH,
+		syscall.ENETUNREACH, syscall.EADDRNOTAVAIL, syscall.ETIMEDOUT} {
+		if errors.Is(err, e) {
+			return e
+		}
+	}
+	return syscall.EIO
+}

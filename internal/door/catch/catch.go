@@ -22,8 +22,9 @@
 // done as newfstatat/statx(fd, "", AT_EMPTY_PATH) is let through by the
 // filter itself. Relative paths resolve against /proc/TID/cwd or
 // /proc/TID/fd/DIRFD, but only when their first component could lead into
-// the prefix. A path inside the prefix is served on a goroutine of its
-// own, so a blocked open never holds up other calls.
+// the prefix. A path inside the prefix is served by the goroutine that
+// received it, which first starts another receiver, so a blocked open
+// never holds up other calls.
 //
 // A path inside the prefix is served. open, openat, openat2 and creat call
 // the node's Open with the target as Caller; a handle that is an

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -42,35 +41,45 @@ func readRemote(pid uint32, addr uint64, buf []byte) (int, error) {
 	return int(r), nil
 }
 
-// readPath reads the NUL-terminated path at addr in process pid. A short
-// first read covers nearly every path; long ones take a second read.
+// readPath reads the NUL-terminated path at addr in process pid.
 func readPath(pid uint32, addr uint64) (string, error) {
+	var small [smallPath]byte
+	p, err := readPathInto(pid, addr, &small)
+	return string(p), err
+}
+
+// smallPath is the size of the first read of a path: nearly every path
+// fits, and a stack buffer of it costs no allocation on the hot path.
+const smallPath = 256
+
+// readPathInto reads the NUL-terminated path at addr in process pid into
+// small, or into a new buffer when it is longer (a second read).
+func readPathInto(pid uint32, addr uint64, small *[smallPath]byte) ([]byte, error) {
 	if addr == 0 {
-		return "", syscall.EFAULT
+		return nil, syscall.EFAULT
 	}
-	var small [256]byte
 	n, err := readRemote(pid, addr, small[:])
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if i := bytes.IndexByte(small[:n], 0); i >= 0 {
-		return string(small[:i]), nil
+		return small[:i], nil
 	}
 	if n < len(small) {
-		return "", syscall.EFAULT
+		return nil, syscall.EFAULT
 	}
 	big := make([]byte, pathMax)
 	n, err = readRemote(pid, addr, big)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if i := bytes.IndexByte(big[:n], 0); i >= 0 {
-		return string(big[:i]), nil
+		return big[:i], nil
 	}
 	if n < len(big) {
-		return "", syscall.EFAULT
+		return nil, syscall.EFAULT
 	}
-	return "", syscall.ENAMETOOLONG
+	return nil, syscall.ENAMETOOLONG
 }
 
 // procPath is /proc/TID/rest; thread ids have (unlisted) /proc entries.
@@ -93,12 +102,21 @@ func baseDir(tid uint32, dirfd int32) (string, error) {
 const atFDCWD = -100
 
 // creds reads the filesystem uid and gid of thread tid, the identity
-// the kernel would check (the FUSE door sees the same ones).
+// the kernel would check (the FUSE door sees the same ones). Every
+// namespace open pays for it, so it reads once into a stack buffer: the
+// Uid and Gid lines come early in status, well within it.
 func creds(tid uint32) (uid, gid uint32, err error) {
-	b, err := os.ReadFile(procPath(tid, "status"))
+	fd, err := syscall.Open(procPath(tid, "status"), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, 0, err
 	}
+	var buf [1024]byte
+	n, err := syscall.Read(fd, buf[:])
+	syscall.Close(fd)
+	if err != nil {
+		return 0, 0, err
+	}
+	b := buf[:max(n, 0)]
 	field := func(name string) uint32 {
 		i := bytes.Index(b, []byte("\n"+name+":"))
 		if i < 0 {
@@ -108,11 +126,11 @@ func creds(tid uint32) (uid, gid uint32, err error) {
 		if j := bytes.IndexByte(line, '\n'); j >= 0 {
 			line = line[:j]
 		}
-		f := strings.Fields(string(line))
+		f := bytes.Fields(line)
 		if len(f) < 4 {
 			return 0
 		}
-		v, _ := strconv.ParseUint(f[3], 10, 32) // real, effective, saved, fs
+		v, _ := strconv.ParseUint(string(f[3]), 10, 32) // real, effective, saved, fs
 		return uint32(v)
 	}
 	return field("Uid"), field("Gid"), nil

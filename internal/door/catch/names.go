@@ -83,20 +83,37 @@ func (m *names) mayReach(p string) bool {
 
 // relMayReach reports whether the relative name p, once joined to its base
 // directory, can be a namespace name: with no ".." it can only if its
-// first component is one of a root's (the base directory is then an
-// ancestor of the root).
+// first component other than "." is one of a root's (the base directory
+// is then an ancestor of the root). It allocates nothing: compilers and
+// make call it for every relative name.
 func (m *names) relMayReach(p string) bool {
-	first, _, _ := strings.Cut(path.Clean(p), "/")
-	return first == ".." || m.firsts[first]
+	if strings.Contains(p, "..") {
+		return true // only path.Clean can tell
+	}
+	for {
+		first, rest, _ := strings.Cut(p, "/")
+		if first != "" && first != "." {
+			return m.firsts[first]
+		}
+		if rest == "" {
+			return false // the base directory itself
+		}
+		p = rest
+	}
+}
+
+// mayBeURL reports whether p may be a URL name: "://" before any '/'.
+func (m *names) mayBeURL(p string) bool {
+	if m.url == nil {
+		return false
+	}
+	i := strings.Index(p, "://")
+	return i > 0 && strings.IndexByte(p[:i], '/') < 0
 }
 
 // urlName returns the namespace name of a URL name, if p is one.
 func (m *names) urlName(p string) (string, bool) {
-	if m.url == nil {
-		return "", false
-	}
-	i := strings.Index(p, "://")
-	if i <= 0 || strings.IndexByte(p[:i], '/') >= 0 {
+	if !m.mayBeURL(p) {
 		return "", false
 	}
 	return m.url(p)

@@ -56,6 +56,14 @@ func TestNames(t *testing.T) {
 			t.Errorf("mayReach(%q) = false: only Clean can tell", p)
 		}
 	}
+	for p, want := range map[string]bool{
+		"net/tcp": true, "./net/tcp": true, ".//src/proj": true, "x/../net": true, "../usr": true,
+		"a.c": false, "./": false, ".": false, "sub/net": false, "./m1.o": false,
+	} {
+		if got := m.relMayReach(p); got != want {
+			t.Errorf("relMayReach(%q) = %v, want %v", p, got, want)
+		}
+	}
 	if rel, ok := m.urlName("http://h:80/a/../b"); !ok || rel != "http/h:80/b" {
 		t.Errorf("urlName = %q, %v", rel, ok)
 	}
@@ -76,7 +84,7 @@ func TestNames(t *testing.T) {
 // path never skips a namespace name), and matched names are clean and
 // relative.
 func FuzzNames(f *testing.F) {
-	for _, s := range []string{"/net/tcp/x", "/http/h/../x", "//src/proj", "/src/proj/../proj/a", "http://h/x", "/"} {
+	for _, s := range []string{"/net/tcp/x", "/http/h/../x", "//src/proj", "/src/proj/../proj/a", "http://h/x", "/", "./net/tcp", "a/../src/proj"} {
 		f.Add(s)
 	}
 	m := testNames(f)
@@ -93,6 +101,13 @@ func FuzzNames(f *testing.F) {
 				t.Fatalf("%q maps to unclean %q", p, rel)
 			}
 			return
+		}
+		// Joined to a base directory outside the namespace, a relative
+		// name in the namespace needs relMayReach too.
+		for _, base := range []string{"/", "/usr/lib"} {
+			if rel, in := m.match(path.Join(base, p)); in && !m.relMayReach(p) {
+				t.Fatalf("%q in %s is in the namespace (%q) but relMayReach says no", p, base, rel)
+			}
 		}
 		if rel, ok := m.urlName(p); ok && strings.HasPrefix(rel, "/") {
 			t.Fatalf("url %q maps to %q", p, rel)

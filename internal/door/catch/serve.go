@@ -36,9 +36,12 @@ type server struct {
 
 // receive loops on SECCOMP_IOCTL_NOTIF_RECV until the listener fails (it
 // is closed, or the supervisor is shutting down). Local paths are
-// answered inline (the hot path); namespace paths in a goroutine of their
-// own, since an open may block (a concurrent server waiting for a
-// client, a connect, a DNS lookup).
+// answered inline: that is the hot path. A namespace path may block (a
+// concurrent server waiting for a client, a connect, a DNS lookup), so
+// the goroutine that received it starts another receiver and serves the
+// call itself, then ends: the call goes on at once on a thread that is
+// running already, rather than waiting for a new goroutine to be
+// scheduled, and the number of receivers stays the same.
 func (s *server) receive() {
 	buf := make([]uint64, (s.nsize+7)/8)
 	raw := unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), len(buf)*8)
@@ -58,7 +61,11 @@ func (s *server) receive() {
 			return
 		}
 		n := *(*notif)(unsafe.Pointer(&raw[0]))
-		s.handle(&n)
+		if serve := s.handle(&n); serve != nil {
+			go s.receive()
+			serve()
+			return
+		}
 	}
 }
 
@@ -77,7 +84,9 @@ func (s *server) cont(id uint64) {
 
 func (s *server) send(r *notifResp) {
 	for {
-		_, e := ioctl(s.fd, ioctlNotifSend, uintptr(unsafe.Pointer(r)))
+		// It never blocks: a raw call spares the scheduler's
+		// bookkeeping on the hot path.
+		_, _, e := syscall.RawSyscall(syscall.SYS_IOCTL, uintptr(s.fd), ioctlNotifSend, uintptr(unsafe.Pointer(r)))
 		if e == syscall.EINTR {
 			continue
 		}
@@ -107,25 +116,30 @@ type where struct {
 // the target (bad pointer, target gone, not readable) answer "local": the
 // kernel then runs the call and reports what it would have.
 func (s *server) locate(n *notif, di, pi int) where {
-	p, err := readPath(n.Pid, n.Args[pi])
-	if err != nil || p == "" {
+	var buf [smallPath]byte
+	b, err := readPathInto(n.Pid, n.Args[pi], &buf)
+	if err != nil || len(b) == 0 {
 		if err != nil && err != syscall.EFAULT && err != syscall.ENAMETOOLONG && err != syscall.ESRCH {
 			s.warn("read", "cannot read a target's memory; its calls run untouched", "pid", n.Pid, "err", err.Error())
 		}
 		return where{}
 	}
-	slash := strings.HasSuffix(p, "/")
+	// The cheap tests read the name in place, with no copy; they keep
+	// nothing of it.
+	view := unsafe.String(&b[0], len(b))
 	var abs string
-	if p[0] == '/' {
-		if !s.names.mayReach(p) {
+	if b[0] == '/' {
+		if !s.names.mayReach(view) {
 			return where{}
 		}
-		abs = path.Clean(p)
+		abs = path.Clean(string(b))
 	} else {
-		if rel, ok := s.names.urlName(p); ok {
-			return where{inNS: true, rel: rel, slash: slash}
+		if s.names.mayBeURL(view) {
+			if rel, ok := s.names.urlName(string(b)); ok {
+				return where{inNS: true, rel: rel, slash: b[len(b)-1] == '/'}
+			}
 		}
-		if !s.names.relMayReach(p) {
+		if !s.names.relMayReach(view) {
 			return where{}
 		}
 		dirfd := int32(atFDCWD)
@@ -136,10 +150,10 @@ func (s *server) locate(n *notif, di, pi int) where {
 		if err != nil || !strings.HasPrefix(dir, "/") {
 			return where{}
 		}
-		abs = path.Join(dir, p)
+		abs = path.Join(dir, string(b))
 	}
 	if rel, ok := s.names.match(abs); ok {
-		return where{inNS: true, rel: rel, slash: slash}
+		return where{inNS: true, rel: rel, slash: b[len(b)-1] == '/'}
 	}
 	return where{}
 }
@@ -150,12 +164,13 @@ func (s *server) warn(key, msg string, args ...any) {
 	}
 }
 
-// handle answers one notification.
-func (s *server) handle(n *notif) {
+// handle answers one notification if it can at once, or returns the
+// function that serves it (a name in the namespace).
+func (s *server) handle(n *notif) (serve func()) {
 	c, ok := calls[int(n.Nr)]
 	if !ok {
 		s.cont(n.ID)
-		return
+		return nil
 	}
 	w := s.locate(n, c.dirfd, c.path)
 	if c.kind == kTwo {
@@ -165,20 +180,20 @@ func (s *server) handle(n *notif) {
 			s.cont(n.ID)
 		case w.inNS && w2.inNS && s.mnt != "":
 			s.nServed.Add(1)
-			go func() {
+			return func() {
 				if s.valid(n.ID) {
 					s.two(n, c, w, w2)
 				}
-			}()
+			}
 		default:
 			// One name on each side: mv copies and removes.
 			s.refuse(n, c, syscall.EXDEV)
 		}
-		return
+		return nil
 	}
 	if !w.inNS {
 		s.cont(n.ID)
-		return
+		return nil
 	}
 	s.nServed.Add(1)
 	switch c.kind {
@@ -187,11 +202,9 @@ func (s *server) handle(n *notif) {
 	case kXattr:
 		s.refuse(n, c, syscall.ENOTSUP)
 	default:
-		// Calls that reach the namespace or the door run on their
-		// own goroutine so that this receiver goes back to the hot
-		// path at once.
-		go s.serve(n, c, w)
+		return func() { s.serve(n, c, w) }
 	}
+	return nil
 }
 
 func (s *server) refuse(n *notif, c call, errno syscall.Errno) {
@@ -239,25 +252,35 @@ func (s *server) serve(n *notif, c call, w where) {
 
 // watch returns a context cancelled when the notification stops being
 // valid: the target was interrupted (Ctrl-C on a blocked open) or died.
+// It checks every watchEvery on a timer, so a call served in less time
+// (nearly all of them) costs no goroutine and no check.
 func (s *server) watch(id uint64) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(s.ctx)
-	go func() {
-		t := time.NewTicker(20 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if !s.valid(id) {
-					cancel()
-					return
-				}
-			}
+	var mu sync.Mutex // orders t's assignment before check reads it
+	var t *time.Timer
+	check := func() {
+		if !s.valid(id) {
+			cancel()
+			return
 		}
-	}()
-	return ctx, cancel
+		mu.Lock()
+		defer mu.Unlock()
+		if ctx.Err() == nil {
+			t.Reset(watchEvery)
+		}
+	}
+	mu.Lock()
+	t = time.AfterFunc(watchEvery, check)
+	mu.Unlock()
+	return ctx, func() {
+		cancel()
+		mu.Lock()
+		t.Stop()
+		mu.Unlock()
+	}
 }
+
+const watchEvery = 20 * time.Millisecond
 
 func (s *server) caller(tid uint32) ns.Caller {
 	uid, gid, _ := creds(tid)

@@ -15,6 +15,7 @@ import (
 	ftplib "github.com/jlaffaye/ftp"
 
 	"wirefs/internal/ns"
+	"wirefs/internal/remote"
 )
 
 // replyErrno maps an FTP error reply to an errno. RFC 959's codes say
@@ -114,7 +115,7 @@ func (b *Backend) failure(ctx context.Context, op, p string, err error, bound ti
 	if errors.As(err, &certErr) {
 		return ns.Errorf(syscall.EACCES, "ftp %s: %s's TLS certificate is not trusted: %v", op, b.host, certErr.Err)
 	}
-	return ns.Errorf(syscall.EIO, "ftp %s %s: connection to %s failed: %v", op, p, b.host, err)
+	return ns.Errorf(remote.ConnErrno(err), "ftp %s %s: connection to %s failed: %v", op, p, b.host, err)
 }
 
 // explain turns the server's refusal of op on p into an errno, looking at

@@ -430,7 +430,7 @@ func (s *session) failure(ctx, reqCtx context.Context, what string, err error) e
 	if errors.As(err, &ne) && ne.Timeout() {
 		return ns.Errorf(syscall.ETIMEDOUT, "%s: the server did not answer in time: %v", what, unwrapURL(err))
 	}
-	return ns.Errorf(syscall.EIO, "%s: %v", what, unwrapURL(err))
+	return ns.Errorf(remote.ConnErrno(err), "%s: %v", what, unwrapURL(err))
 }
 
 // unwrapURL drops the "Get URL:" prefix that what already says.

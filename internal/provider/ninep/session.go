@@ -13,6 +13,7 @@ import (
 	"github.com/hugelgupf/p9/p9"
 
 	"wirefs/internal/ns"
+	"wirefs/internal/remote"
 )
 
 const (
@@ -46,7 +47,7 @@ func (b *Backend) dial() (*session, error) {
 		if errors.As(err, &ne) && ne.Timeout() {
 			return nil, ns.Errorf(syscall.ETIMEDOUT, "9P server %s did not answer within %v", b.addr, b.connectTimeout)
 		}
-		return nil, ns.Errorf(syscall.EIO, "cannot connect to 9P server %s: %v", b.addr, errors.Unwrap(err))
+		return nil, ns.Errorf(remote.ConnErrno(err), "cannot connect to 9P server %s: %v", b.addr, errors.Unwrap(err))
 	}
 	// From the next Read or Write on, wireConn sets the deadlines.
 	c.SetDeadline(time.Now().Add(b.connectTimeout))

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"wirefs/internal/ns"
+	"wirefs/internal/remote"
 )
 
 // conn is one SSH connection with its SFTP session. It dies once, for a
@@ -240,5 +241,5 @@ func netError(name, addr string, timeout time.Duration, err error) error {
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
 		return ns.Errorf(syscall.ETIMEDOUT, "sftp: %s: no answer from %s within %v", name, addr, timeout)
 	}
-	return ns.Errorf(syscall.EIO, "sftp: %s: cannot connect to %s: %v", name, addr, err)
+	return ns.Errorf(remote.ConnErrno(err), "sftp: %s: cannot connect to %s: %v", name, addr, err)
 }

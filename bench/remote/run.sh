@@ -1,0 +1,599 @@
+#!/usr/bin/env bash
+# wirefs remote files against sshfs, rclone mount and httpdirfs: the same
+# file operations on sftp (OpenSSH sshd), ftp (vsftpd) and http (nginx
+# autoindex) servers on loopback, at 0 ms and at 10 ms round-trip time
+# (a user-space delay proxy, _delayproxy/; netem is not available).
+# Prints one Markdown table per protocol and latency.
+#
+#   bench/remote/run.sh           full run: 3 runs per cell, 0 and 10 ms
+#   bench/remote/run.sh --quick   1 run, 0 ms only, no small-file and Andrew
+#                                 rows (< 3 min)
+#   BENCH_RUNS=N       runs per cell (median of N; default 3, quick 1)
+#   BENCH_RTTS="0 10"  round-trip times in ms (default "0 10", quick "0")
+#   BENCH_PROTOS="sftp ftp http"  only some protocols
+#   BENCH_WIREFS=PATH  measure this wirefs binary instead of building one
+#   BENCH_TIMEOUT=S    bound on one timed command (default 60 s, quick
+#                      12 s); a cell that hits it shows "timeout" (httpdirfs
+#                      needs about 0.1 s per file opened: 4000-file rows hit it)
+#
+# Cells are seconds (lower is better); "peer/wirefs" > 1 means wirefs is
+# faster. "Cold": every system is freshly mounted with an empty cache for
+# that row; "warm": the same command again right after, on the same mount.
+# The server's files stay in the machine's page cache (we do not drop it:
+# the machine is shared), so "cold" means a cold client.
+#
+# Needs root (vsftpd chroots; FUSE mounts), go, cc, make, sshd, vsftpd,
+# nginx, sshfs, rclone, httpdirfs, fusermount3. Everything it makes goes to
+# bench/out/remote/; every server, proxy and mount it starts is stopped on
+# exit, also on failure or Ctrl-C.
+set -euo pipefail
+
+SELF=$(readlink -f "$0")
+cd "$(dirname "$SELF")/../.."
+ROOT=$PWD
+OUT=$ROOT/bench/out/remote
+QUICK=${BENCH_QUICK:-0}
+for a in "$@"; do
+	case $a in
+	--quick) QUICK=1 ;;
+	-h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$SELF"; exit 0 ;;
+	*) echo "run.sh: unknown argument $a" >&2; exit 2 ;;
+	esac
+done
+[ "$(id -u)" = 0 ] || { echo "run.sh: must run as root (vsftpd, FUSE mounts)" >&2; exit 1; }
+for t in go cc make ssh-keygen sshfs rclone httpdirfs fusermount3 timeout awk ss; do
+	command -v $t >/dev/null || { echo "run.sh: $t is missing" >&2; exit 1; }
+done
+SSHD=$(command -v sshd || echo /usr/sbin/sshd)
+VSFTPD=$(command -v vsftpd || echo /usr/sbin/vsftpd)
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+for t in "$SSHD" "$VSFTPD" "$NGINX"; do [ -x "$t" ] || { echo "run.sh: $t is missing" >&2; exit 1; }; done
+id ftp >/dev/null 2>&1 || { echo "run.sh: vsftpd's anonymous user ftp does not exist" >&2; exit 1; }
+
+if [ "$QUICK" = 1 ]; then
+	RUNS=${BENCH_RUNS:-1}; RTTS=${BENCH_RTTS:-0}; TMO=${BENCH_TIMEOUT:-12}
+	OPS="lsR grep big write"
+else
+	RUNS=${BENCH_RUNS:-3}; RTTS=${BENCH_RTTS:-0 10}; TMO=${BENCH_TIMEOUT:-60}
+	OPS="lsR grep big small write andrew"
+fi
+PROTOS=${BENCH_PROTOS:-sftp ftp http}
+BIG_MB=256
+NDIRS=40 NFILES=100 # the tree: NDIRS x NFILES files of 1-8 KiB, plus nested levels
+PASV_N=16           # passive FTP data ports proxied at 10 ms
+
+mkdir -p "$OUT"
+START=$(date +%s)
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+log() { printf '[%4ds] %s\n' $(($(date +%s) - START)) "$*" >&2; }
+
+PIDS="" MOUNTS=""
+descendants() { local c; for c in $(pgrep -P "$1"); do descendants "$c"; echo "$c"; done; }
+cleanup() {
+	local rc=$?
+	set +e
+	trap - EXIT INT TERM
+	for m in $MOUNTS; do
+		grep -q " $m fuse" /proc/mounts && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m"; }
+	done
+	# vsftpd and sshd sessions outlive their listener: end them first
+	for p in $PIDS; do
+		for c in $(descendants "$p"); do kill -KILL "$c" 2>/dev/null; done
+		kill "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	rm -rf "$OUT/cache" "$OUT/mnt" "$OUT/srv/w" "$OUT/localw" # run/ keeps the logs
+	[ $rc = 0 ] || log "failed (exit $rc); cleaned up"
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- build ----
+log "building wirefs and the delay proxy"
+if [ -n "${BENCH_WIREFS:-}" ]; then
+	cp "$BENCH_WIREFS" "$OUT/wirefs"
+	TREE="the binary $BENCH_WIREFS"
+else
+	go build -o "$OUT/wirefs" ./cmd/wirefs
+	TREE="the working tree"
+	if git rev-parse --git-dir >/dev/null 2>&1; then
+		TREE="commit $(git rev-parse --short HEAD)"
+		[ -z "$(git status --porcelain -- cmd internal go.mod go.sum)" ] || TREE="$TREE plus uncommitted changes"
+	fi
+fi
+go build -o "$OUT/delayproxy" ./bench/remote/_delayproxy
+WIREFS=$OUT/wirefs
+
+# ---- the data the servers export (kept between runs) ----
+SRV=$OUT/srv
+if [ ! -e "$SRV/.complete-$NDIRS-$NFILES-$BIG_MB" ]; then
+	log "making the served tree ($NDIRS x $NFILES files, $BIG_MB MiB file, a C project)"
+	rm -rf "$SRV"
+	mkdir -p "$SRV/tree"
+	# 1-8 KiB text files; about one in ten mentions TODO
+	awk -v nd=$NDIRS -v nf=$NFILES -v top="$SRV/tree" 'BEGIN {
+		srand(42)
+		split("alpha beta gamma delta wire file cache proxy server client kernel fuse read write", W, " ")
+		for (d = 0; d < nd; d++) {
+			dir = sprintf("%s/d%02d", top, d); system("mkdir -p " dir)
+			for (f = 0; f < nf; f++) {
+				name = sprintf("%s/f%03d.txt", dir, f); size = 1024 + int(rand() * 7168); n = 0
+				while (n < size) { line = W[1 + int(rand() * 14)] " " W[1 + int(rand() * 14)] " " int(rand() * 1e6); if (rand() < 0.002) line = line " TODO"; print line > name; n += length(line) + 1 }
+				close(name)
+			}
+		}
+		# a few nested levels
+		for (d = 0; d < 4; d++) {
+			dir = top "/deep"; for (l = 0; l <= d; l++) dir = dir "/l" l
+			system("mkdir -p " dir)
+			for (f = 0; f < 5; f++) { name = sprintf("%s/n%d.txt", dir, f); print "nested " d " " f " TODO" > name; close(name) }
+		}
+	}'
+	head -c $((BIG_MB << 20)) /dev/urandom >"$SRV/big.bin"
+	# the Andrew tree: a C project of 20 files and 5 dirs x 20 text files
+	A=$SRV/andrew
+	mkdir -p "$A/proj"
+	for i in $(seq -w 1 18); do
+		printf '#include "proj.h"\nint f%s(int x) {\n\tint s = 0;\n\tfor (int i = 0; i < x; i++)\n\t\ts += i * %d %% 7;\n\treturn s;\n}\n' "$i" "$((10#$i))" >"$A/proj/f$i.c"
+	done
+	{
+		echo '#ifndef PROJ_H'; echo '#define PROJ_H'
+		for i in $(seq -w 1 18); do echo "int f$i(int);"; done
+		echo '#endif'
+	} >"$A/proj/proj.h"
+	{
+		echo '#include <stdio.h>'; echo '#include "proj.h"'; echo 'int main(void) {'; echo '	int s = 0;'
+		for i in $(seq -w 1 18); do echo "	s += f$i(100);"; done
+		echo '	printf("%d\n", s);'; echo '	return 0;'; echo '}'
+	} >"$A/proj/main.c"
+	for d in 1 2 3 4 5; do
+		mkdir -p "$A/doc$d"
+		for f in $(seq -w 1 20); do head -c $((1000 + 97 * 10#$f)) "$SRV/tree/d0$d/f0$f.txt" >"$A/doc$d/t$f.txt"; done
+	done
+	touch "$SRV/.complete-$NDIRS-$NFILES-$BIG_MB"
+fi
+# SRC: where the sources are (the build may run in another directory,
+# e.g. a local one for a read-only http tree)
+printf '%s\n' 'SRC ?= .' 'vpath %.c $(SRC)' 'vpath %.h $(SRC)' \
+	'OBJ = $(patsubst $(SRC)/%.c,%.o,$(wildcard $(SRC)/*.c))' 'CFLAGS = -O1 -I$(SRC)' \
+	'prog: $(OBJ)' '	$(CC) -o $@ $(OBJ)' '%.o: %.c proj.h' '	$(CC) $(CFLAGS) -c -o $@ $<' >"$SRV/andrew/proj/Makefile"
+# anonymous vsftpd: the root owned by root and not writable by ftp,
+# everything below owned by ftp; w/ is where the writes go
+chown root:root "$SRV"; chmod 0755 "$SRV"
+mkdir -p "$SRV/w"; chmod 0777 "$SRV/w"
+chown -R ftp:ftp "$SRV"/*
+for d in "$OUT" "$ROOT/bench/out" "$ROOT/bench" "$ROOT" "$(dirname "$ROOT")"; do chmod o+x "$d"; done
+# the 1000 small files, by name (no readdir in that row)
+SMALL_LIST=$OUT/small.list
+awk 'BEGIN { for (i = 0; i < 1000; i++) printf "tree/d%02d/f%03d.txt\n", int(i / 100), i % 100 }' >"$SMALL_LIST"
+
+# ---- ports ----
+USED_PORTS=""
+port_free() { # PORT
+	case " $USED_PORTS " in *" $1 "*) return 1 ;; esac
+	! ss -Htan | awk '{ print $4 }' | grep -q ":$1\$"
+}
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 30000))
+		port_free "$p" && { USED_PORTS="$USED_PORTS $p"; echo "$p"; return; }
+	done
+}
+free_range() { # N: N consecutive free ports, prints the first
+	local p i ok
+	while :; do
+		p=$((20000 + RANDOM % 30000)); ok=1
+		for ((i = 0; i < $1; i++)); do port_free $((p + i)) || { ok=0; break; }; done
+		[ $ok = 1 ] && { for ((i = 0; i < $1; i++)); do USED_PORTS="$USED_PORTS $((p + i))"; done; echo "$p"; return; }
+	done
+}
+PS0=$(free_port) PH0=$(free_port) PF0=$(free_port) # the servers, direct (0 ms)
+PS1=$(free_port) PH1=$(free_port) PF1=$(free_port) # the proxy (10 ms)
+PASV=$(free_range $PASV_N)
+
+wait_port() { # HOST PORT WHAT LOG
+	for _ in $(seq 200); do
+		(exec 3<>"/dev/tcp/$1/$2") 2>/dev/null && return 0
+		sleep 0.05
+	done
+	echo "run.sh: $3 does not listen on $1:$2; see $4" >&2; tail -20 "$4" >&2; exit 1
+}
+
+RUN=$OUT/run # configs, keys, logs of this run
+rm -rf "$RUN"; mkdir -p "$RUN" "$OUT/mnt" "$OUT/cache"
+HOMED=$RUN/home
+mkdir -p "$HOMED/.ssh"; chmod 700 "$HOMED" "$HOMED/.ssh"
+
+# ---- sshd ----
+log "starting sshd, vsftpd, nginx (and the 10 ms proxy)"
+mkdir -p /run/sshd
+ssh-keygen -q -t ed25519 -N '' -f "$RUN/host_key"
+ssh-keygen -q -t ed25519 -N '' -f "$HOMED/.ssh/id_ed25519"
+cp "$HOMED/.ssh/id_ed25519.pub" "$RUN/authorized_keys"
+cat >"$RUN/sshd_config" <<EOF
+ListenAddress 127.0.0.1:$PS0
+HostKey $RUN/host_key
+PidFile $RUN/sshd.pid
+AuthorizedKeysFile $RUN/authorized_keys
+StrictModes no
+UsePAM no
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+AllowUsers root
+Subsystem sftp internal-sftp
+LogLevel ERROR
+MaxStartups 100
+MaxSessions 100
+EOF
+"$SSHD" -D -e -f "$RUN/sshd_config" 2>"$RUN/sshd.log" &
+PIDS="$PIDS $!"
+echo "[127.0.0.1]:$PS0,[127.0.0.1]:$PS1 $(cut -d' ' -f1-2 "$RUN/host_key.pub")" >"$HOMED/.ssh/known_hosts"
+# ssh (under sshfs) reads ~ from the password database, not $HOME: -F this
+cat >"$HOMED/.ssh/config" <<EOF
+Host 127.0.0.1
+  User root
+  IdentityFile $HOMED/.ssh/id_ed25519
+  IdentitiesOnly yes
+  UserKnownHostsFile $HOMED/.ssh/known_hosts
+  StrictHostKeyChecking yes
+  BatchMode yes
+EOF
+chmod 600 "$HOMED/.ssh/"*
+
+# ---- vsftpd: one direct instance, one behind the proxy ----
+# Behind the proxy, passive data connections must be delayed too: that
+# instance listens on 127.0.0.2 (still loopback) with a fixed passive port
+# range and announces 127.0.0.1 (pasv_address); the proxy listens on
+# 127.0.0.1 at the same ports and forwards each to 127.0.0.2.
+mkdir -p "$RUN/empty"
+vsftpd_conf() { # ADDR PORT EXTRA
+	cat <<EOF
+listen=YES
+listen_address=$1
+listen_port=$2
+background=NO
+seccomp_sandbox=NO
+secure_chroot_dir=$RUN/empty
+xferlog_enable=NO
+syslog_enable=NO
+vsftpd_log_file=$RUN/vsftpd.log
+write_enable=YES
+connect_from_port_20=NO
+pasv_enable=YES
+pasv_addr_resolve=NO
+idle_session_timeout=600
+data_connection_timeout=600
+max_clients=200
+max_per_ip=200
+anonymous_enable=YES
+local_enable=NO
+no_anon_password=YES
+ftp_username=ftp
+anon_root=$SRV
+anon_upload_enable=YES
+anon_mkdir_write_enable=YES
+anon_other_write_enable=YES
+anon_umask=022
+$3
+EOF
+}
+vsftpd_conf 127.0.0.1 "$PF0" "pasv_address=127.0.0.1" >"$RUN/vsftpd0.conf"
+vsftpd_conf 127.0.0.2 "$PF1" "pasv_address=127.0.0.1
+pasv_min_port=$PASV
+pasv_max_port=$((PASV + PASV_N - 1))" >"$RUN/vsftpd1.conf"
+"$VSFTPD" "$RUN/vsftpd0.conf" >"$RUN/vsftpd0.out" 2>&1 &
+PIDS="$PIDS $!"
+"$VSFTPD" "$RUN/vsftpd1.conf" >"$RUN/vsftpd1.out" 2>&1 &
+PIDS="$PIDS $!"
+
+# ---- nginx ----
+mkdir -p "$RUN/nginx"
+cat >"$RUN/nginx/nginx.conf" <<EOF
+master_process off;
+worker_processes 1;
+pid $RUN/nginx/nginx.pid;
+error_log $RUN/nginx/error.log error;
+events { worker_connections 1024; }
+http {
+	access_log off;
+	client_body_temp_path $RUN/nginx/body;
+	proxy_temp_path $RUN/nginx/proxy;
+	fastcgi_temp_path $RUN/nginx/fastcgi;
+	uwsgi_temp_path $RUN/nginx/uwsgi;
+	scgi_temp_path $RUN/nginx/scgi;
+	default_type application/octet-stream;
+	sendfile on;
+	keepalive_requests 100000;
+	server {
+		listen 127.0.0.1:$PH0;
+		root $SRV;
+		autoindex on;
+	}
+}
+EOF
+"$NGINX" -p "$RUN/nginx" -e "$RUN/nginx/error.log" -c "$RUN/nginx/nginx.conf" -g 'daemon off;' &
+PIDS="$PIDS $!"
+
+# ---- the 10 ms proxy: 5 ms each way on every port ----
+PAIRS="127.0.0.1:$PS1=127.0.0.1:$PS0 127.0.0.1:$PH1=127.0.0.1:$PH0 127.0.0.1:$PF1=127.0.0.2:$PF1"
+for ((i = 0; i < PASV_N; i++)); do PAIRS="$PAIRS 127.0.0.1:$((PASV + i))=127.0.0.2:$((PASV + i))"; done
+case " $RTTS " in *" 10 "*)
+	"$OUT/delayproxy" -delay 5ms -ready "$RUN/proxy.ready" $PAIRS 2>"$RUN/proxy.log" &
+	PIDS="$PIDS $!"
+	for _ in $(seq 100); do [ -e "$RUN/proxy.ready" ] && break; sleep 0.05; done
+	[ -e "$RUN/proxy.ready" ] || { echo "run.sh: the delay proxy did not start" >&2; cat "$RUN/proxy.log" >&2; exit 1; }
+	;;
+esac
+for r in $RTTS; do case $r in 0 | 10) ;; *) echo "run.sh: BENCH_RTTS: only 0 and 10" >&2; exit 2 ;; esac; done
+wait_port 127.0.0.1 "$PS0" sshd "$RUN/sshd.log"
+wait_port 127.0.0.1 "$PF0" vsftpd "$RUN/vsftpd0.out"
+wait_port 127.0.0.2 "$PF1" vsftpd "$RUN/vsftpd1.out"
+wait_port 127.0.0.1 "$PH0" nginx "$RUN/nginx/error.log"
+
+# ---- rclone ----
+export RCLONE_CONFIG=$RUN/rclone.conf
+FTPPASS=$(rclone obscure anonymous@)
+for r in 0 10; do
+	[ $r = 0 ] && { s=$PS0 f=$PF0 h=$PH0; } || { s=$PS1 f=$PF1 h=$PH1; }
+	cat <<EOF
+[sftp$r]
+type = sftp
+host = 127.0.0.1
+port = $s
+user = root
+key_file = $HOMED/.ssh/id_ed25519
+known_hosts_file = $HOMED/.ssh/known_hosts
+shell_type = none
+md5sum_command = none
+sha1sum_command = none
+
+[ftp$r]
+type = ftp
+host = 127.0.0.1
+port = $f
+user = anonymous
+pass = $FTPPASS
+
+[http$r]
+type = http
+url = http://127.0.0.1:$h/
+
+EOF
+done >"$RCLONE_CONFIG"
+# rclone: --vfs-cache-mode full (reads and writes through an on-disk
+# sparse cache, the mode comparable to wirefs's cache) and
+# --vfs-write-back 0s (upload as soon as the file is closed).
+RCLONE_OPTS="--vfs-cache-mode full --vfs-write-back 0s"
+
+# ---- mounting ----
+# mount_sys SYS PROTO RTT: mounts SYS fresh (empty cache) and sets BASE to
+# the directory that shows the served tree
+NMOUNT=0
+mount_sys() {
+	local sys=$1 proto=$2 rtt=$3 p
+	NMOUNT=$((NMOUNT + 1))
+	MNT=$OUT/mnt/$sys-$proto
+	CACHE=$OUT/cache/$NMOUNT
+	rm -rf "$CACHE"; mkdir -p "$MNT" "$CACHE"
+	case " $MOUNTS " in *" $MNT "*) ;; *) MOUNTS="$MOUNTS $MNT" ;; esac
+	case $proto in
+	sftp) p=$([ "$rtt" = 0 ] && echo "$PS0" || echo "$PS1") ;;
+	ftp) p=$([ "$rtt" = 0 ] && echo "$PF0" || echo "$PF1") ;;
+	http) p=$([ "$rtt" = 0 ] && echo "$PH0" || echo "$PH1") ;;
+	esac
+	local lf=$RUN/$sys-$proto.log
+	case $sys in
+	wirefs)
+		HOME=$HOMED XDG_CONFIG_HOME=$HOMED/.config "$WIREFS" mount --foreground --cache-dir "$CACHE" "$MNT" 2>>"$lf" &
+		case $proto in
+		sftp) BASE=$MNT/sftp/root@127.0.0.1:$p$SRV ;;
+		ftp) BASE=$MNT/ftp/127.0.0.1:$p ;;
+		http) BASE=$MNT/http/127.0.0.1:$p ;;
+		esac ;;
+	sshfs)
+		sshfs -f -F "$HOMED/.ssh/config" -p "$p" "127.0.0.1:$SRV" "$MNT" 2>>"$lf" &
+		BASE=$MNT ;;
+	rclone)
+		local remote=$proto$rtt: path=""
+		[ "$proto" = sftp ] && path=$SRV
+		rclone mount "$remote$path" "$MNT" $RCLONE_OPTS --cache-dir "$CACHE" 2>>"$lf" &
+		BASE=$MNT ;;
+	httpdirfs)
+		# --no-range-check: httpdirfs 1.2.5's check wrongly finds that
+		# nginx lacks ranges (curl -r gets 206) and the mount dies at the
+		# first open without it
+		httpdirfs -f --cache --no-range-check --cache-location "$CACHE" "http://127.0.0.1:$p/" "$MNT" >>"$lf" 2>&1 &
+		BASE=$MNT ;;
+	esac
+	DPID=$!
+	PIDS="$PIDS $DPID"
+	for _ in $(seq 200); do grep -q " $MNT fuse" /proc/mounts && return 0; sleep 0.05; done
+	echo "run.sh: $sys did not mount $MNT; see $lf" >&2; tail -20 "$lf" >&2; exit 1
+}
+umount_sys() {
+	if ! fusermount3 -u "$MNT" 2>/dev/null; then
+		sleep 1
+		fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT"
+	fi
+	for _ in $(seq 100); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.1; done
+	kill "$DPID" 2>/dev/null || true
+	wait "$DPID" 2>/dev/null || true
+	rm -rf "$CACHE"
+}
+
+# ---- measuring ----
+SAMPLES=$OUT/samples.tsv
+: >"$SAMPLES"
+# timed RTT PROTO ROW SYS RUN CMD...: runs CMD (bounded by TMO) and appends
+# "rtt proto row sys run seconds" (seconds "timeout" or "fail" otherwise)
+timed() {
+	local rtt=$1 proto=$2 row=$3 sys=$4 run=$5 t0 t1 rc v
+	shift 5
+	t0=$EPOCHREALTIME
+	rc=0
+	timeout -k 5 "$TMO" "$@" >/dev/null 2>>"$RUN/errors.log" || rc=$?
+	t1=$EPOCHREALTIME
+	if [ $rc = 124 ] || [ $rc = 137 ]; then v=timeout
+	elif [ $rc != 0 ]; then v=fail; echo "$rtt $proto $row $sys: exit $rc: $*" >>"$RUN/errors.log"
+	else v=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+	fi
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$rtt" "$proto" "$row" "$sys" "$run" "$v" >>"$SAMPLES"
+	[ "$v" != fail ] && [ "$v" != timeout ] || log "  $proto $rtt ms $row $sys: $v"
+}
+# the operations, each a command on the served tree at $1
+op_lsR() { ls -lR "$1/tree"; }
+op_grep() { grep -r TODO "$1/tree" || [ $? = 1 ]; }
+op_big() { cat "$1/big.bin"; }
+op_small() { cd "$1" && xargs cat <"$SMALL_LIST"; }
+# write: dd, then until the server holds every byte (rclone uploads
+# after close; wirefs and sshfs before close returns)
+op_write() { # BASE SERVERFILE
+	dd if=/dev/zero of="$1" bs=1M count=$BIG_MB status=none || return 1
+	local want=$((BIG_MB << 20))
+	while [ "$(stat -c %s "$2" 2>/dev/null || echo 0)" != $want ]; do sleep 0.02; done
+}
+a_copy() { cp -r "$SRV/andrew" "$1"; }
+a_scan() { find "$1" -ls; }
+a_read() { find "$1" -type f -exec cat {} +; }
+a_make() { make -s -j2 -C "$1/proj" prog; }
+# make splits vpath on ':', and wirefs paths hold HOST:PORT: build through a
+# symbolic link without the colon
+a_make_out() { rm -rf "$2" "$2.src" && mkdir -p "$2" && ln -s "$1/proj" "$2.src" && make -s -j2 -C "$2" -f "$2.src/Makefile" SRC="$2.src" prog; }
+export -f op_lsR op_grep op_big op_small op_write a_copy a_scan a_read a_make a_make_out
+export SMALL_LIST BIG_MB SRV
+
+# bench_sys RTT PROTO SYS RUN: every row for one system, cold rows on a
+# fresh mount
+bench_sys() {
+	local rtt=$1 proto=$2 sys=$3 run=$4 op w
+	for op in $OPS; do
+		if [ "$sys" = local ]; then BASE=$SRV; else mount_sys "$sys" "$proto" "$rtt"; fi
+		w=w/$sys-$proto-$rtt-$run
+		case $op in
+		lsR | grep | big | small)
+			[ "$sys" = local ] && timed "$rtt" "$proto" "$op.warmup" "$sys" "$run" bash -c "op_$op \"\$1\"" _ "$BASE"
+			[ "$sys" = local ] || timed "$rtt" "$proto" "$op.cold" "$sys" "$run" bash -c "op_$op \"\$1\"" _ "$BASE"
+			timed "$rtt" "$proto" "$op.warm" "$sys" "$run" bash -c "op_$op \"\$1\"" _ "$BASE" ;;
+		write)
+			if [ "$proto" != http ]; then
+				if [ "$sys" = local ]; then mkdir -p "$OUT/localw"; timed "$rtt" "$proto" write "$sys" "$run" bash -c 'op_write "$1" "$1"' _ "$OUT/localw/big.out"
+				else
+					mkdir -p "$SRV/$w" && chown ftp:ftp "$SRV/$w"
+					timed "$rtt" "$proto" write "$sys" "$run" bash -c 'op_write "$1" "$2"' _ "$BASE/$w/big.out" "$SRV/$w/big.out"
+				fi
+			fi ;;
+		andrew)
+			if [ "$proto" = http ]; then
+				local src=$BASE/andrew out=$OUT/localw/build-$sys
+				timed "$rtt" "$proto" a.scan "$sys" "$run" bash -c 'a_scan "$1"' _ "$src"
+				timed "$rtt" "$proto" a.read "$sys" "$run" bash -c 'a_read "$1"' _ "$src"
+				timed "$rtt" "$proto" a.make "$sys" "$run" bash -c 'a_make_out "$1" "$2"' _ "$src" "$out"
+			else
+				local dst
+				if [ "$sys" = local ]; then dst=$OUT/localw/andrew; rm -rf "$dst"; mkdir -p "$OUT/localw"
+				else mkdir -p "$SRV/$w" && chown ftp:ftp "$SRV/$w"; dst=$BASE/$w/andrew; fi
+				timed "$rtt" "$proto" a.copy "$sys" "$run" bash -c 'a_copy "$1"' _ "$dst"
+				timed "$rtt" "$proto" a.scan "$sys" "$run" bash -c 'a_scan "$1"' _ "$dst"
+				timed "$rtt" "$proto" a.read "$sys" "$run" bash -c 'a_read "$1"' _ "$dst"
+				timed "$rtt" "$proto" a.make "$sys" "$run" bash -c 'a_make "$1"' _ "$dst"
+			fi ;;
+		esac
+		[ "$sys" = local ] || umount_sys
+		rm -rf "${SRV:?}/$w" "$OUT/localw"
+	done
+}
+
+peers() {
+	case $1 in
+	sftp) echo "sshfs rclone" ;;
+	ftp) echo "rclone" ;;
+	http) echo "httpdirfs rclone" ;;
+	esac
+}
+for run in $(seq "$RUNS"); do
+	for rtt in $RTTS; do
+		for proto in $PROTOS; do
+			# a different system first in each run, so none always goes first
+			systems="wirefs $(peers "$proto")"
+			set -- $systems
+			for ((i = 1; i < run; i++)); do set -- "${@:2}" "$1"; done
+			for sys in "$@" local; do
+				log "run $run/$RUNS, $rtt ms, $proto: $sys"
+				bench_sys "$rtt" "$proto" "$sys" "$run"
+			done
+		done
+	done
+done
+
+# ---- the tables ----
+log "done measuring; writing the tables"
+TABLE=$OUT/results.md
+{
+awk -F'\t' -v rtts="$RTTS" -v protos="$PROTOS" '
+function med(list,   a, n, i, j, t, bad) {
+	n = split(list, a, " "); bad = ""
+	for (i = 1; i <= n; i++) if (a[i] !~ /^[0-9.]+$/) bad = a[i]
+	if (bad != "" ) return bad
+	for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+	return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+{ k = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4; v[k] = v[k] " " $6 }
+function cell(r, p, row, s,   k) { k = r SUBSEP p SUBSEP row SUBSEP s; return (k in v) ? med(v[k]) : "" }
+function num(x) { return x ~ /^[0-9.]+$/ }
+function fmt(x) { return num(x) ? sprintf("%.2f", x) : x }
+function ratio(a, b) { return (num(a) && num(b) && b + 0 > 0) ? sprintf("%.2f", a / b) : "" }
+function label(row) {
+	if (row == "lsR.cold") return "ls -lR tree, cold"
+	if (row == "lsR.warm") return "ls -lR tree, warm"
+	if (row == "grep.cold") return "grep -r tree, cold"
+	if (row == "grep.warm") return "grep -r tree, warm"
+	if (row == "big.cold") return "read 256 MiB, cold"
+	if (row == "big.warm") return "read 256 MiB, warm"
+	if (row == "write") return "write 256 MiB (dd bs=1M, until on server)"
+	if (row == "small.cold") return "cat 1000 small files, cold"
+	if (row == "small.warm") return "cat 1000 small files, warm"
+	if (row == "a.copy") return "Andrew: copy tree in"
+	if (row == "a.scan") return "Andrew: find -ls"
+	if (row == "a.read") return "Andrew: read all"
+	if (row == "a.make") return "Andrew: make -j2 (20 C files)"
+	return row
+}
+END {
+	nr = split("lsR.cold lsR.warm grep.cold grep.warm big.cold big.warm write small.cold small.warm a.copy a.scan a.read a.make", R, " ")
+	nt = split(rtts, T, " "); np = split(protos, P, " ")
+	for (i = 1; i <= nt; i++) for (j = 1; j <= np; j++) {
+		p = P[j]
+		peers = (p == "sftp") ? "sshfs rclone" : (p == "ftp") ? "rclone" : "httpdirfs rclone"
+		npe = split(peers, E, " ")
+		printf "\n### %s, %s ms RTT\n\n| operation (seconds) | wirefs |", p, T[i]
+		for (e = 1; e <= npe; e++) printf " %s | %s/wirefs |", E[e], E[e]
+		printf " local disk | wirefs/local |\n|---|---:|"
+		for (e = 1; e <= npe; e++) printf "---:|---:|"
+		printf "---:|---:|\n"
+		for (r = 1; r <= nr; r++) {
+			w = cell(T[i], p, R[r], "wirefs"); if (w == "") continue
+			printf "| %s | %s |", label(R[r]), fmt(w)
+			for (e = 1; e <= npe; e++) { x = cell(T[i], p, R[r], E[e]); printf " %s | %s |", fmt(x), ratio(x, w) }
+			l = cell(T[i], p, R[r], "local"); if (R[r] ~ /cold$/) l = ""
+			printf " %s | %s |\n", fmt(l), ratio(w, l)
+		}
+	}
+}' "$SAMPLES"
+echo
+echo "Seconds, median of $RUNS run(s) per cell; peer/wirefs > 1 means wirefs is faster; wirefs/local <= 1.25 is the"
+echo "target on warm rows. Cold: a fresh mount with an empty cache for that row (the server's own page cache stays warm)."
+echo "Local disk: the same command on the served directory itself (page cache warm: a warm-up run first); its write is"
+echo "dd to a local file without fsync. rclone: mount with $RCLONE_OPTS. sshfs $(sshfs --version 2>&1 | awk '/SSHFS/ { print $3 }'),"
+echo "rclone $(rclone version 2>/dev/null | awk 'NR == 1 { print $2 }'), httpdirfs $(httpdirfs --version 2>&1 | awk '/HTTPDirFS/ { print $3 }') with --cache; wirefs with defaults (t-read 30s, t-write 0)."
+echo "10 ms RTT: bench/remote/_delayproxy, 5 ms each way on every connection (FTP passive data ports included)."
+echo "Runtime: $(($(date +%s) - START)) s; quick=$QUICK; $(nproc) CPUs; kernel $(uname -r); wirefs from $TREE."
+echo "Load average (1/5/15 min) at start: $LOAD0; at end: $(cut -d' ' -f1-3 /proc/loadavg)."
+echo "timeout: the command did not finish within $TMO s (BENCH_TIMEOUT); fail: it failed (see errors.log)."
+echo "Per-run samples: bench/out/remote/samples.tsv; failures: bench/out/remote/errors.log."
+} >"$TABLE"
+cp "$RUN/errors.log" "$OUT/errors.log" 2>/dev/null || : >"$OUT/errors.log"
+cat "$TABLE"
