@@ -374,6 +374,35 @@ func TestWriteThroughAtFlush(t *testing.T) {
 	}
 }
 
+// TestHoleInNewFileIsLocal: a file being written with a hole (written
+// past its end, as an assembler does) reads the hole as zeros from the
+// cache; the server, which has no such file yet, is not asked.
+func TestHoleInNewFileIsLocal(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	root := c.Root("local://hole", b, Options{TWrite: time.Hour})
+	_, h, err := root.(ns.Creator).Create(bg, ns.Caller{}, "a.o", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	h.(ns.WriterAt).WriteAt(bg, []byte("tail"), 100)
+	h.(ns.WriterAt).WriteAt(bg, []byte("head"), 0)
+	before := b.total()
+	buf := make([]byte, 104)
+	n, err := h.(ns.ReaderAt).ReadAt(bg, buf, 0)
+	if err != nil || n != 104 {
+		t.Fatalf("read %d, %v", n, err)
+	}
+	want := append(append([]byte("head"), make([]byte, 96)...), "tail"...)
+	if !bytes.Equal(buf, want) {
+		t.Fatalf("read %q", buf)
+	}
+	if b.total() != before {
+		t.Fatal("reading the hole of a new file went to the server")
+	}
+}
+
 func TestDelayedWriteBackCoalesces(t *testing.T) {
 	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)

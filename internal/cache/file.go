@@ -772,7 +772,12 @@ func (f *file) writeAt(ctx context.Context, p []byte, off int64) (int, error) {
 			f.releaseLocked(b)
 		}
 		if n > 0 {
-			f.present = f.present.add(off, off+int64(n))
+			// A write past the end leaves a hole of zeros, and the
+			// local copy of a dirty file is the whole truth: the hole
+			// is present too (an assembler seeks ahead and writes
+			// sections out of order; reading the hole must not ask
+			// the server, which does not have the file yet).
+			f.present = f.present.add(min(off, f.size), off+int64(n))
 			f.size = max(f.size, off+int64(n))
 		}
 		f.mu.Unlock()
