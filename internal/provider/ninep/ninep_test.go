@@ -457,7 +457,7 @@ func TestServerRestart(t *testing.T) {
 		t.Fatalf("read from a killed server: %v (errno %v)", err, e)
 	}
 	_, err = b.Stat(context.Background(), exp+"/f")
-	wantErrno(t, err, syscall.EIO) // nobody listens
+	wantErrno(t, err, syscall.ECONNREFUSED) // nobody listens
 	srv.Start()
 	if got := readAll(t, b, exp+"/f", 0, 3); string(got) != "zzz" {
 		t.Fatalf("after restart read %q", got)
@@ -507,7 +507,7 @@ func TestCancel(t *testing.T) {
 func TestDialErrors(t *testing.T) {
 	ctx := context.Background()
 	_, err := Dial(ctx, fmt.Sprintf("127.0.0.1:%d", testsrv.FreePort(t)), remote.Options{})
-	wantErrno(t, err, syscall.EIO) // nobody listens
+	wantErrno(t, err, syscall.ECONNREFUSED) // nobody listens
 	_, err = Dial(ctx, "bad host", remote.Options{})
 	wantErrno(t, err, syscall.EINVAL)
 }

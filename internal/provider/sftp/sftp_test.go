@@ -589,7 +589,7 @@ func TestServerRestartMidRead(t *testing.T) {
 		t.Fatalf("read from a killed server: %v (%v)", errno, err)
 	}
 	_, err = b.Stat(context.Background(), f)
-	wantErrno(t, "stat while the server is down", err, syscall.EIO)
+	wantErrno(t, "stat while the server is down", err, syscall.ECONNREFUSED)
 
 	e.srv.Start()
 	r2, err := b.ReadRange(context.Background(), f, 0, -1)
