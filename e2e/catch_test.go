@@ -237,3 +237,48 @@ func TestCatchUnprivileged(t *testing.T) {
 		t.Errorf("as nobody: %v\n%s", err, got)
 	}
 }
+
+// TestCatchProcesses: programs started every way — posix_spawn (vfork),
+// a subshell pipeline, dd and cp, a Go program (wirefs itself) — see the
+// namespace; Ctrl-C interrupts an open blocked waiting for a client, and
+// the port is free again.
+func TestCatchProcesses(t *testing.T) {
+	needCatch(t)
+	port := freePort(t)
+	r := mustOK(t, "processes", catchRun(t, t.TempDir(), `
+set -e
+/usr/bin/python3 -c '
+import os, sys
+pid = os.posix_spawn("/bin/cat", ["cat", "/net/dns/localhost"], os.environ)
+_, st = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(st))' | head -1 | sed 's/^/spawn: /'
+(cat /net/dns/localhost | sort | head -1) | sed 's/^/pipe: /'
+dd if=/net/dns/localhost bs=64 count=1 status=none | head -1 | sed 's/^/dd: /'
+cp /net/dns/localhost "$3/copy" && head -1 "$3/copy" | sed 's/^/cp: /'
+"$2" version >/dev/null && echo "go: ok"
+`, strconv.Itoa(port), wirefsBin, t.TempDir()))
+	for _, want := range []string{"spawn: 127.0.0.1", "pipe: 127.0.0.1", "dd: 127.0.0.1", "cp: 127.0.0.1", "go: ok"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("missing %q in:\n%s", want, r.Stdout)
+		}
+	}
+
+	// An open of a server name blocks until a client comes; SIGINT ends it
+	// at once, with wirefs run's status saying so, and unbinds the port.
+	cache := filepath.Join(t.TempDir(), "cache")
+	cmd := exec.Command(wirefsBin, "run", "--cache-dir", cache, "--", "cat", "/net/tcp/"+strconv.Itoa(port))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitListening(t, "tcp", port, nil)
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	if err == nil {
+		t.Errorf("cat interrupted while waiting for a client exited 0")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("SIGINT took %v to end a blocked open", d)
+	}
+	waitNotListening(t, "tcp", port)
+}

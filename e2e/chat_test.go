@@ -24,6 +24,30 @@ func TestChatServer(t *testing.T) {
 	srv := start(t, 60*time.Second, work,
 		[]string{"WIREFS_MOUNT=" + m.Dir, "CHAT_PORT=" + strconv.Itoa(port)},
 		"bash", filepath.Join(testdata, "chat-server.sh"))
+	chat(t, srv, port, work)
+	m.waitLive(t, 0)
+}
+
+// TestChatServerCatcher runs the same script unchanged under `wirefs run`,
+// with the namespace at /net and no mount.
+func TestChatServerCatcher(t *testing.T) {
+	t.Parallel()
+	port := freePort(t)
+	work, err := os.MkdirTemp(baseDir, "chat-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(work) })
+	srv := start(t, 60*time.Second, work,
+		[]string{"WIREFS_MOUNT=/net", "CHAT_PORT=" + strconv.Itoa(port)},
+		wirefsBin, "run", "--cache-dir", filepath.Join(work, "cache"), "--", "bash", filepath.Join(testdata, "chat-server.sh"))
+	chat(t, srv, port, work)
+}
+
+// chat drives a running chat server on port with three concurrent socat
+// clients, then stops it and checks the port is released.
+func chat(t *testing.T, srv *Proc, port int, work string) {
+	t.Helper()
 	waitListening(t, "tcp", port, srv)
 
 	names := []string{"alice", "bob", "carol"}
@@ -68,5 +92,4 @@ func TestChatServer(t *testing.T) {
 	}
 	srv.kill()
 	waitNotListening(t, "tcp", port)
-	m.waitLive(t, 0)
 }

@@ -393,9 +393,12 @@ func (s *server) open(n *notif, c call, w where) {
 			return
 		}
 	}
-	if stored && s.mnt != "" {
-		// By name, so that fstat of the descriptor shows the inode
-		// stat of the name does (cp checks that they agree).
+	if _, file := h.(ns.ReaderAt); (stored || file) && s.mnt != "" {
+		// Files (stored, or made at open like dns/NAME) by name, so
+		// that fstat of the descriptor shows the inode stat of the
+		// name does (cp checks that they agree). Opening them twice
+		// is harmless; streams are not reopened (that would connect
+		// or accept again) and go through the pending directory.
 		h.Close()
 		byName()
 		return
