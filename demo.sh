@@ -21,7 +21,7 @@ step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 WEB=$(freeport) SRV=$(freeport) UDP=$(freeport)
 
-"$W" mount "$NET"
+"$W" mount --cache-dir "$WWW/.cache" "$NET"
 echo "hello from a local web server" > "$WWW/hello.txt"
 python3 -m http.server "$WEB" --bind 127.0.0.1 --directory "$WWW" >/dev/null 2>&1 &
 pids+=($!)
@@ -59,5 +59,11 @@ cat "$NET/dns/localhost"
 
 step "cat $NET/tcp/127.0.0.1:1   # nothing listens there"
 cat "$NET/tcp/127.0.0.1:1" || true
+step "ls -l $NET/http/127.0.0.1:$WEB/   # the web server's files, as files"
+ls -l "$NET/http/127.0.0.1:$WEB/"
+step "cat $NET/http/127.0.0.1:$WEB/hello.txt   # fetched once, then cached"
+cat "$NET/http/127.0.0.1:$WEB/hello.txt"
+step "wirefs run -- cat http://127.0.0.1:$WEB/hello.txt   # no mount: the catcher"
+"$W" run --cache-dir "$WWW/.cache" -- cat "http://127.0.0.1:$WEB/hello.txt"
 
 step "wirefs umount $NET"
