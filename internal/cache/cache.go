@@ -24,7 +24,12 @@
 //
 // On disk, under the cache directory (mode 0700): one subdirectory per
 // server session (a hash of its key, with a file "key" naming it), holding
-// per cached file ID.data (sparse data) and ID.meta (a JSON record).
+// per cached file ID.data (sparse data) and its JSON record: for clean
+// data an extended attribute of ID.data, for dirty data (or where the file
+// system has no user attributes) the file ID.meta, which wins over the
+// attribute. Creating a file costs far more than setting an attribute on
+// some file systems (~0.5 ms on ext4 here): a cold read of a small file
+// creates one file, not two.
 package cache
 
 import (
@@ -132,6 +137,9 @@ type Cache struct {
 
 	// epoch counts Drops: validations made in an earlier epoch are stale.
 	epoch atomic.Int64
+	// noXattr: the file system has no user attributes, so clean records
+	// are .meta files too.
+	noXattr atomic.Bool
 
 	ctx    context.Context // cancelled by Close: ends dials
 	cancel context.CancelFunc
@@ -220,12 +228,14 @@ func (c *Cache) scan() {
 			switch {
 			case strings.HasSuffix(name, ".tmp"):
 				os.Remove(filepath.Join(sdir, name)) // an interrupted record write
-			case strings.HasSuffix(name, ".data"):
-				if _, err := os.Stat(filepath.Join(sdir, strings.TrimSuffix(name, ".data")+".meta")); errors.Is(err, os.ErrNotExist) {
-					os.Remove(filepath.Join(sdir, name)) // data whose record never made it
+			case strings.HasSuffix(name, ".data"), strings.HasSuffix(name, ".meta"):
+				id, ext := strings.TrimSuffix(name, filepath.Ext(name)), filepath.Ext(name)
+				if ext == ".data" {
+					if _, err := os.Stat(filepath.Join(sdir, id+".meta")); err == nil {
+						continue // loaded with its .meta
+					}
 				}
-			case strings.HasSuffix(name, ".meta"):
-				f, use := c.load(sdir, strings.TrimSuffix(name, ".meta"))
+				f, use := c.load(sdir, id, ext == ".meta")
 				if f == nil {
 					continue
 				}
@@ -259,19 +269,31 @@ func (c *Cache) scan() {
 	}
 }
 
-// load reads one record; nil when it is unusable (then it is removed).
-func (c *Cache) load(sdir, id string) (*file, time.Time) {
-	meta := filepath.Join(sdir, id+".meta")
-	f := &file{c: c, dir: sdir, id: id, progress: make(chan struct{})}
-	b, err := os.ReadFile(meta)
-	fi, serr := os.Stat(meta)
+// load reads the record of id: its .meta file when inMeta, else the
+// attribute of its data file. nil when it is unusable (then it is removed).
+func (c *Cache) load(sdir, id string, inMeta bool) (*file, time.Time) {
+	f := &file{c: c, dir: sdir, id: id, meta: inMeta, progress: make(chan struct{})}
+	var b []byte
+	var fi os.FileInfo
+	var err, serr error
+	if inMeta {
+		b, err = os.ReadFile(f.metaPath())
+		fi, serr = os.Stat(f.metaPath())
+	} else {
+		b, err = readXattr(f.dataPath())
+		fi, serr = os.Stat(f.dataPath())
+		if err != nil {
+			f.removeDisk() // data whose record never made it
+			return nil, time.Time{}
+		}
+	}
 	if err != nil || serr != nil {
-		c.log.Error("cache: cannot read a record", "file", meta, "err", errors.Join(err, serr))
+		c.log.Error("cache: cannot read a record", "file", f.metaPath(), "err", errors.Join(err, serr))
 		return nil, time.Time{}
 	}
 	r, rs, err := decodeRecord(b)
 	if err != nil {
-		c.log.Error("cache: removing a damaged record", "file", meta, "err", err)
+		c.log.Error("cache: removing a damaged record", "file", f.dataPath(), "err", err)
 		f.removeDisk()
 		return nil, time.Time{}
 	}

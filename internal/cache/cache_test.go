@@ -1144,3 +1144,39 @@ type readOnlyDir struct{}
 func (readOnlyDir) Attr(context.Context) (ns.Attr, error)           { return ns.Attr{Mode: os.ModeDir}, nil }
 func (readOnlyDir) Lookup(context.Context, string) (ns.Node, error) { return nil, nil }
 func (readOnlyDir) ReadDir(context.Context) ([]ns.DirEntry, error)  { return nil, nil }
+
+// A clean cached file costs one file on disk (its record is an attribute
+// of the data file), and Close leaves no spare data files behind.
+func TestCleanRecordIsOneFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	b := newLocalBackend(t)
+	for _, p := range []string{"/a", "/b", "/c"} {
+		b.put(t, p, []byte("data of "+p))
+	}
+	c, err := New(dir, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := c.Root("local://one", b, Options{TRead: time.Hour})
+	for _, p := range []string{"a", "b", "c"} {
+		cat(t, root, p)
+	}
+	writeNew(t, root, "d", []byte("written")) // dirty, then clean after the write-back
+	c.Close()
+	var data, meta int
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		switch filepath.Ext(p) {
+		case ".data":
+			data++
+		case ".meta":
+			meta++
+		}
+		return nil
+	})
+	if c.noXattr.Load() {
+		t.Skip("the file system has no user extended attributes")
+	}
+	if data != 4 || meta != 0 {
+		t.Fatalf("%d data files and %d records on disk, want 4 and 0", data, meta)
+	}
+}

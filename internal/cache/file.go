@@ -22,10 +22,11 @@ import (
 // the cache. One file exists per remote path and session, shared by every
 // handle.
 type file struct {
-	c   *Cache
-	t   *tree  // nil while only found on disk by New
-	dir string // session directory
-	id  string // on-disk name (ID.data, ID.meta); "" until something is stored
+	c    *Cache
+	t    *tree  // nil while only found on disk by New
+	dir  string // session directory
+	id   string // on-disk name (ID.data, ID.meta); "" until something is stored
+	meta bool   // ID.meta may exist (the record of a dirty file, or one without xattrs)
 
 	// io is held shared while bytes move between the data file and the
 	// network or a reader, and exclusively to drop, truncate or evict the
@@ -92,6 +93,7 @@ func (f *file) metaPath() string { return filepath.Join(f.dir, f.id+".meta") }
 func (f *file) removeDisk() {
 	os.Remove(f.dataPath())
 	os.Remove(f.metaPath())
+	f.meta = false
 }
 
 func (f *file) remotePath() string {
@@ -130,6 +132,9 @@ func (f *file) broadcastLocked() {
 
 func (f *file) acquireLocked() (*blob, error) {
 	if f.data == nil {
+		if f.id == "" && f.t != nil && f.dir == f.t.dir {
+			f.id = f.t.takeSpare()
+		}
 		if f.id == "" {
 			f.id = newID()
 		}
@@ -176,9 +181,32 @@ func (f *file) saveRecordLocked() error {
 	if f.dirty {
 		r.Size, r.Mtime = f.size, f.mtime
 	}
+	if !f.dirty && !f.c.noXattr.Load() {
+		err := setXattr(f.dataPath(), r.encode())
+		switch {
+		case err == nil:
+			// A record of the dirty past would win over the new one.
+			if f.meta {
+				if err := os.Remove(f.metaPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return diskError("removing a record", err)
+				}
+				f.meta = false
+			}
+			return nil
+		case errors.Is(err, os.ErrNotExist):
+			return nil // no data, nothing to describe
+		case errors.Is(err, syscall.ENOTSUP): // from now on, .meta files
+			f.c.noXattr.Store(true)
+		case errors.Is(err, syscall.E2BIG), errors.Is(err, syscall.ENOSPC):
+			// Too long for an attribute (many ranges): a .meta file.
+		default:
+			return diskError("writing a record", err)
+		}
+	}
 	if err := writeAtomic(f.metaPath(), r.encode(), f.dirty); err != nil {
 		return diskError("writing a record", err)
 	}
+	f.meta = true
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -79,9 +80,11 @@ func (r ranges) bytes() int64 {
 	return n
 }
 
-// record is the metadata kept next to each data file (ID.meta beside
-// ID.data). It is JSON so that a person can read it when something went
-// wrong; it is replaced atomically (temporary file + rename).
+// record is the metadata of each data file: a clean record is the
+// extended attribute recordXattr of ID.data (replaced atomically by the
+// kernel, no fsync needed); a dirty one is the file ID.meta, replaced
+// atomically (temporary file + rename) and durably. It is JSON so that a
+// person can read it when something went wrong.
 type record struct {
 	Path string `json:"path"` // remote path
 	Mode uint32 `json:"mode"` // os.FileMode
@@ -183,4 +186,29 @@ func syncDir(dir string) error {
 func bootID() string {
 	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	return string(b)
+}
+
+// recordXattr is the attribute of a data file holding its clean record.
+const recordXattr = "user.wirefs.record"
+
+func setXattr(name string, data []byte) error {
+	if err := syscall.Setxattr(name, recordXattr, data, 0); err != nil {
+		return &os.PathError{Op: "setxattr", Path: name, Err: err}
+	}
+	return nil
+}
+
+func readXattr(name string) ([]byte, error) {
+	buf := make([]byte, 4096)
+	for {
+		n, err := syscall.Getxattr(name, recordXattr, buf)
+		if errors.Is(err, syscall.ERANGE) && len(buf) < 1<<20 {
+			buf = make([]byte, 4*len(buf))
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "getxattr", Path: name, Err: err}
+		}
+		return buf[:n], nil
+	}
 }

@@ -32,6 +32,7 @@ type tree struct {
 	ctx       context.Context // cancelled by close: ends transfers
 	cancel    context.CancelFunc
 	readAhead chan struct{} // semaphore: read-ahead fetches in flight
+	spares    spares
 
 	mu    sync.Mutex
 	files map[string]*file // by remote path
@@ -160,6 +161,7 @@ func (t *tree) close(ctx context.Context) error {
 	t.goMu.Unlock()
 	t.cancel()
 	t.wg.Wait()
+	t.removeSpares()
 	if err := t.b.Close(); err != nil {
 		errs = append(errs, err)
 	}

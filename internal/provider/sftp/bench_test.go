@@ -43,3 +43,35 @@ func BenchmarkThroughput(b *testing.B) {
 		}
 	})
 }
+
+// Round trips of a cold small-file read: go test -run X -bench Small ./internal/provider/sftp
+func BenchmarkSmall(b *testing.B) {
+	f := b.TempDir() + "/f"
+	os.WriteFile(f, make([]byte, 4096), 0o644)
+	e := newEnv(b)
+	be, err := Dial(context.Background(), alias, e.o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer be.Close()
+	b.Run("Stat", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := be.Stat(context.Background(), f); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ReadRange", func(b *testing.B) {
+		buf := make([]byte, 4096)
+		for b.Loop() {
+			r, err := be.ReadRange(context.Background(), f, 0, 4096)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.ReadFull(r, buf); err != nil {
+				b.Fatal(err)
+			}
+			r.Close()
+		}
+	})
+}

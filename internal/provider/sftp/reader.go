@@ -33,9 +33,11 @@ func (b *backend) ReadRange(ctx context.Context, p string, off, n int64) (io.Rea
 }
 
 // reader reads one open file with ReadAt, whose large reads pkg/sftp
-// splits into concurrent requests. The file is bound to the connection
-// it was opened on: when that dies, the reader fails and the next
-// ReadRange reconnects.
+// splits into concurrent requests. While the caller consumes one chunk,
+// the next is already being fetched, so that the pipe to the server does
+// not drain between chunks. The file is bound to the connection it was
+// opened on: when that dies, the reader fails and the next ReadRange
+// reconnects.
 type reader struct {
 	b   *backend
 	c   *conn
@@ -43,17 +45,26 @@ type reader struct {
 	p   string
 	ctx context.Context
 
-	off   int64 // of the next fetch
-	left  int64 // bytes still wanted; < 0 up to the end
+	off   int64 // of the next chunk to ask for
+	left  int64 // bytes not yet asked for; < 0 up to the end
 	chunk int
+	next  *chunk // asked for and not yet returned; nil when none
 	buf   []byte // fetched and not yet returned
 	err   error  // sticky: io.EOF or why the reader failed
 
-	// fetching is held while a fetch runs. A fetch abandoned because
-	// ctx ended still owns its buffer, and Close waits for it before
-	// closing the file (a fetch that starts after that finds the file
-	// closed).
-	fetching sync.Mutex
+	// inflight counts the chunks being fetched. One abandoned because
+	// ctx ended still owns its buffer, and Close waits for all of them
+	// before closing the file.
+	inflight sync.WaitGroup
+}
+
+// chunk is one ReadAt in flight.
+type chunk struct {
+	done chan struct{}
+	buf  []byte
+	n    int
+	eof  bool // the file ends within it
+	err  error
 }
 
 func (r *reader) Read(p []byte) (int, error) {
@@ -68,60 +79,88 @@ func (r *reader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// fetch fills buf with the next chunk, or sets err.
+// fetch waits for the next chunk into buf, or sets err, and asks for the
+// one after it.
 func (r *reader) fetch() {
+	if r.next == nil && !r.ask() {
+		r.err = io.EOF
+		return
+	}
+	ch := r.next
+	select {
+	case <-ch.done:
+	case <-r.ctx.Done():
+		r.err = r.ctx.Err()
+		return
+	}
+	r.next = nil
+	if ch.err != nil {
+		r.err = r.b.fail(r.c, "read", r.p, ch.err)
+		return
+	}
+	if ch.n == 0 {
+		r.err = io.EOF
+		return
+	}
+	r.buf = ch.buf[:ch.n]
+	if ch.eof { // the file ends here: no need to ask again
+		r.left = 0
+		return
+	}
+	r.ask()
+}
+
+// ask starts fetching the next chunk; false when nothing is left to ask.
+func (r *reader) ask() bool {
 	size := int64(r.chunk)
 	if r.left >= 0 {
 		size = min(size, r.left)
 	}
 	if size == 0 {
-		r.err = io.EOF
-		return
+		return false
 	}
-	buf := make([]byte, size)
-	var n int
-	var eof bool
-	err := r.b.run(r.ctx, r.c, "read", r.p, func() error {
-		r.fetching.Lock()
-		defer r.fetching.Unlock()
-		var err error
-		n, err = r.f.ReadAt(buf, r.off)
-		if eof = errors.Is(err, io.EOF); eof {
-			return nil
+	if why := r.c.failed(); why != nil {
+		r.next = &chunk{done: make(chan struct{}), err: why}
+		close(r.next.done)
+		return true
+	}
+	ch := &chunk{done: make(chan struct{}), buf: make([]byte, size)}
+	r.next = ch
+	off := r.off
+	r.c.begin()
+	r.inflight.Add(1)
+	r.b.wg.Add(1)
+	go func() {
+		defer r.b.wg.Done()
+		defer r.inflight.Done()
+		n, err := r.f.ReadAt(ch.buf, off)
+		r.c.end()
+		if ch.eof = errors.Is(err, io.EOF); ch.eof {
+			err = nil
 		}
-		return err
-	})
-	if err != nil {
-		// n and buf may still change under the abandoned fetch.
-		r.err = err
-		return
-	}
-	if n == 0 {
-		r.err = io.EOF
-		return
-	}
-	r.buf, r.off = buf[:n], r.off+int64(n)
-	switch {
-	case eof: // the file ends here: no need to ask again
-		r.left = 0
-	case r.left >= 0:
-		r.left -= int64(n)
+		ch.n, ch.err = n, err
+		close(ch.done)
+	}()
+	r.off += size
+	if r.left > 0 {
+		r.left -= size
 	}
 	r.chunk = min(2*r.chunk, lastChunk)
+	return true
 }
 
 // Close abandons the rest of the transfer. It does not wait for the
-// server: the file handle is closed in the background.
+// server: the file handle is closed in the background, once the chunks
+// in flight have arrived.
 func (r *reader) Close() error {
 	if r.err == errClosed {
 		return nil
 	}
-	r.err, r.buf = errClosed, nil
+	r.err, r.buf, r.next = errClosed, nil, nil
 	r.b.wg.Add(1)
 	go func() {
 		defer r.b.wg.Done()
-		r.fetching.Lock()
-		defer r.fetching.Unlock()
+		r.inflight.Wait()
 		r.c.begin()
 		r.f.Close()
 		r.c.end()

@@ -1,0 +1,121 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"wirefs/internal/ns"
+	"wirefs/internal/provider/sftp"
+	"wirefs/internal/remote"
+	"wirefs/internal/testsrv"
+)
+
+// Cold reads through the cache from a real sshd, as a FUSE mount does
+// them (128 KiB reads): go test -run X -bench SFTP ./internal/cache
+func BenchmarkSFTPColdRead(b *testing.B) {
+	s := testsrv.StartSSHD(b)
+	home := b.TempDir()
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	config := fmt.Sprintf("Host testhost\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n", s.Port, s.User, s.UserKeyFile)
+	os.WriteFile(filepath.Join(home, ".ssh", "config"), []byte(config), 0o600)
+	os.WriteFile(filepath.Join(home, ".ssh", "known_hosts"), []byte(s.KnownHostsLine()+"\n"), 0o600)
+	b.Setenv("SSH_AUTH_SOCK", "")
+
+	srv := b.TempDir()
+	const small = 1000
+	os.Mkdir(filepath.Join(srv, "small"), 0o755)
+	for i := range small {
+		os.WriteFile(filepath.Join(srv, "small", fmt.Sprintf("f%04d", i)), pattern(1024+i*7%7168), 0o644)
+	}
+	const bigSize = 256 << 20
+	os.WriteFile(filepath.Join(srv, "big"), pattern(bigSize), 0o644)
+
+	// session returns the tree of srv on a fresh, empty cache.
+	session := func(b *testing.B) ns.Dir {
+		be, err := sftp.Dial(context.Background(), "testhost", remote.Options{Home: home, Timeout: 30 * time.Second})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, err := New(filepath.Join(b.TempDir(), "cache"), 4<<30, slog.New(slog.DiscardHandler))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { c.Close() })
+		var d ns.Node = c.Root("sftp://testhost", be, Options{})
+		for _, name := range splitPath(srv) {
+			if d, err = d.(ns.Dir).Lookup(bg, name); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return d.(ns.Dir)
+	}
+	read := func(b *testing.B, d ns.Dir, name string) int64 {
+		n, err := d.Lookup(bg, name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h, err := n.(ns.Opener).Open(bg, ns.Caller{}, os.O_RDONLY)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer h.Close()
+		if _, ok := h.(ns.KernelObject); ok {
+			b.Fatal("cold file is complete")
+		}
+		buf := make([]byte, 128<<10)
+		var off int64
+		for {
+			n, err := h.(ns.ReaderAt).ReadAt(bg, buf, off)
+			if err != nil {
+				b.Fatal(err)
+			}
+			off += int64(n)
+			if n < len(buf) {
+				return off
+			}
+		}
+	}
+	b.Run("Small1000", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			root := session(b)
+			b.StartTimer()
+			d, err := root.Lookup(bg, "small")
+			if err != nil {
+				b.Fatal(err)
+			}
+			entries, err := d.(ns.Dir).ReadDir(bg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, e := range entries {
+				read(b, d.(ns.Dir), e.Name)
+			}
+		}
+	})
+	b.Run("Big256M", func(b *testing.B) {
+		b.SetBytes(bigSize)
+		for b.Loop() {
+			b.StopTimer()
+			root := session(b)
+			b.StartTimer()
+			if n := read(b, root, "big"); n != bigSize {
+				b.Fatal(n)
+			}
+		}
+	})
+}
+
+func splitPath(p string) []string {
+	var out []string
+	for p != "/" && p != "." {
+		out = append([]string{filepath.Base(p)}, out...)
+		p = filepath.Dir(p)
+	}
+	return out
+}
