@@ -420,3 +420,30 @@ func TestRemoteRefused(t *testing.T) {
 		mustOK(t, "ls root", bash(t, m, 10*time.Second, `ls "$M/$1/" >/dev/null`, scheme))
 	}
 }
+
+// TestModificationTimes: touch -d and cp -p set the server's mtime over
+// SFTP and 9P (cp -p sets it while the copy is not yet on the server).
+func TestModificationTimes(t *testing.T) {
+	needFUSE(t)
+	root, _ := serverTree(t)
+	addr := testsrv.Diod(t, root)
+	s := testsrv.StartSSHD(t)
+	m := remoteMount(t, sshHome(t, s, true))
+	src := filepath.Join(t.TempDir(), "src.txt")
+	os.WriteFile(src, []byte("copied with -p\n"), 0o644)
+	old := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+	os.Chtimes(src, old, old)
+	for _, dir := range []string{"9p/" + addr + root, "sftp/testhost" + root} {
+		mustOK(t, "touch, cp -p", bash(t, m, 30*time.Second, `set -e
+			touch -d "2000-01-02 03:04:05 UTC" "$M/$1/notes.txt"
+			cp -p "$2" "$M/$1/copied.txt"`, dir, src))
+		if st, err := os.Stat(filepath.Join(root, "notes.txt")); err != nil || !st.ModTime().Equal(time.Date(2000, 1, 2, 3, 4, 5, 0, time.UTC)) {
+			t.Errorf("%s: touch -d: server mtime %v, %v", dir, st.ModTime(), err)
+		}
+		if st, err := os.Stat(filepath.Join(root, "copied.txt")); err != nil || !st.ModTime().Equal(old) {
+			t.Errorf("%s: cp -p: server mtime %v, %v", dir, st.ModTime(), err)
+		}
+		os.Remove(filepath.Join(root, "copied.txt"))
+		os.Chtimes(filepath.Join(root, "notes.txt"), time.Now(), time.Now())
+	}
+}

@@ -49,14 +49,17 @@ type file struct {
 	progress chan struct{} // closed and replaced when data arrive or a fetch ends
 	opens    int           // open handles
 
-	dirty    bool          // the server does not have our changes yet
-	size     int64         // length while dirty (the data file's)
-	mtime    time.Time     // last local change while dirty
-	writeGen uint64        // bumped by every local change
-	storing  chan struct{} // a write-back in flight; closed when it ends
-	timer    *time.Timer   // the next write-back
-	retry    time.Duration // the last retry delay
-	removed  bool
+	dirty bool      // the server does not have our changes yet
+	size  int64     // length while dirty (the data file's)
+	mtime time.Time // last local change while dirty
+	// wantMtime is a modification time set while dirty, for the server
+	// once the data is stored (not kept across a crash).
+	wantMtime *time.Time
+	writeGen  uint64        // bumped by every local change
+	storing   chan struct{} // a write-back in flight; closed when it ends
+	timer     *time.Timer   // the next write-back
+	retry     time.Duration // the last retry delay
+	removed   bool
 
 	elem      *list.Element // in the cache's LRU
 	accounted int64         // clean bytes counted in the cache's total
@@ -849,7 +852,9 @@ func (f *file) writeBack(ctx context.Context) error {
 		f.storing = nil
 		close(ch)
 		var info remote.Info
+		var setMtime *time.Time
 		if err == nil && gen == f.writeGen && !f.removed {
+			setMtime, f.wantMtime = f.wantMtime, nil
 			f.dirty, f.retry = false, 0
 			// The server's mtime is unknown without another round
 			// trip; the size identifies the version until the next
@@ -870,6 +875,11 @@ func (f *file) writeBack(ctx context.Context) error {
 			t.c.log.Warn("cache: write-back failed; the changes stay in the cache and are retried",
 				"server", t.key, "path", p, "retry_in", delay, "err", err)
 			return err
+		}
+		if setMtime != nil {
+			if err := f.chtimes(ctx, *setMtime); err != nil {
+				t.c.log.Warn("cache: stored, but could not set the modification time", "server", t.key, "path", p, "err", err)
+			}
 		}
 		if info.Name != "" {
 			t.noteEntry(p, &info)
@@ -1010,7 +1020,36 @@ func (f *file) Setattr(ctx context.Context, h ns.Handle, a ns.SetAttr) (ns.Attr,
 		}
 	}
 	if a.Mtime != nil {
-		t.c.log.Debug("cache: setting mtime is not possible on this server; ignored", "server", t.key, "path", f.remotePath())
+		if err := f.chtimes(ctx, *a.Mtime); err != nil {
+			return ns.Attr{}, err
+		}
 	}
 	return f.Attr(ctx)
+}
+
+// chtimes sets f's modification time: on the server now, or, while f has
+// changes the server does not have yet, right after they are stored (a
+// store gives the file the server's clock). Servers that cannot set times
+// keep theirs; that is logged, not an error (touch must not fail).
+func (f *file) chtimes(ctx context.Context, mtime time.Time) error {
+	t := f.t
+	c, ok := t.w.(remote.Chtimer)
+	if !ok {
+		t.c.log.Debug("cache: setting mtime is not possible on this server; ignored", "server", t.key, "path", f.remotePath())
+		return nil
+	}
+	f.mu.Lock()
+	if f.dirty {
+		f.mtime, f.wantMtime = mtime, &mtime
+		f.mu.Unlock()
+		return nil
+	}
+	f.mu.Unlock()
+	if err := c.Chtimes(ctx, f.remotePath(), mtime); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.info.Mtime, f.version.Mtime = mtime, mtime
+	f.mu.Unlock()
+	return nil
 }

@@ -67,6 +67,12 @@ type Writer interface {
 	Chmod(ctx context.Context, p string, perm os.FileMode) error
 }
 
+// Chtimer is implemented by writable backends whose servers can set a
+// file's modification time (touch, cp -p, tar); others keep the server's.
+type Chtimer interface {
+	Chtimes(ctx context.Context, p string, mtime time.Time) error
+}
+
 // Options are the settings of one session. Zero values mean defaults.
 type Options struct {
 	Log            *slog.Logger

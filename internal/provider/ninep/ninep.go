@@ -747,6 +747,25 @@ func (b *Backend) Chmod(ctx context.Context, p string, perm os.FileMode) error {
 	return err
 }
 
+// Chtimes sets the access and modification times of p to mtime.
+func (b *Backend) Chtimes(ctx context.Context, p string, mtime time.Time) error {
+	_, err := call(ctx, b, "chtimes", p, true, func(s *session) (struct{}, error) {
+		pl, err := b.locate(s, p)
+		if err != nil {
+			return struct{}{}, err
+		}
+		if pl.root == nil {
+			return struct{}{}, ns.Errorf(syscall.EACCES, "9P server %s: %s is above every export and cannot be changed", b.addr, p)
+		}
+		sec, nsec := uint64(mtime.Unix()), uint64(mtime.Nanosecond())
+		return struct{}{}, withFile(pl.root, pl.names, func(f p9.File) error {
+			return f.SetAttr(p9.SetAttrMask{ATime: true, MTime: true, ATimeNotSystemTime: true, MTimeNotSystemTime: true},
+				p9.SetAttr{ATimeSeconds: sec, ATimeNanoSeconds: nsec, MTimeSeconds: sec, MTimeNanoSeconds: nsec})
+		})
+	}, nil)
+	return err
+}
+
 func chmod(f p9.File, perm os.FileMode) error {
 	return f.SetAttr(p9.SetAttrMask{Permissions: true}, p9.SetAttr{Permissions: unixPerm(perm)})
 }

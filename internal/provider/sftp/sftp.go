@@ -435,3 +435,8 @@ func (b *backend) Rename(ctx context.Context, from, to string) error {
 func (b *backend) Chmod(ctx context.Context, p string, perm os.FileMode) error {
 	return b.do(ctx, "chmod", p, func(c *conn) error { return c.sftp.Chmod(p, perm) })
 }
+
+// Chtimes sets p's access and modification times to mtime.
+func (b *backend) Chtimes(ctx context.Context, p string, mtime time.Time) error {
+	return b.do(ctx, "chtimes", p, func(c *conn) error { return c.sftp.Chtimes(p, mtime, mtime) })
+}
