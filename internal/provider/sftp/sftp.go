@@ -236,7 +236,11 @@ func (b *backend) Stat(ctx context.Context, p string) (remote.Info, error) {
 		}
 		return err
 	})
-	return info, err
+	if err != nil {
+		// A cancelled call returns while op may still write info.
+		return remote.Info{}, err
+	}
+	return info, nil
 }
 
 func (b *backend) List(ctx context.Context, p string) ([]remote.Info, error) {
@@ -270,7 +274,10 @@ func (b *backend) List(ctx context.Context, p string) ([]remote.Info, error) {
 		wg.Wait()
 		return nil
 	})
-	return list, err
+	if err != nil {
+		return nil, err // as in Stat: op may still be running
+	}
+	return list, nil
 }
 
 func (b *backend) Store(ctx context.Context, p string, r io.Reader, size int64, perm os.FileMode) error {
