@@ -90,6 +90,6 @@ func chat(t *testing.T, srv *Proc, port int, work string) {
 	for _, c := range clients {
 		c.kill()
 	}
-	srv.kill()
+	srv.terminate()
 	waitNotListening(t, "tcp", port)
 }

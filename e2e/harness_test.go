@@ -59,7 +59,15 @@ func testMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e: building wirefs: %v\n%s", err, out)
 		return 1
 	}
+	doors := catcherDoors()
 	code := m.Run()
+	for d := range catcherDoors() {
+		if !doors[d] {
+			fmt.Fprintf(os.Stderr, "e2e: FAIL: a wirefs run left its private door mounted: %s\n", d)
+			syscall.Unmount(d, syscall.MNT_DETACH)
+			code = 1
+		}
+	}
 	if leaked := mountsUnder(baseDir); len(leaked) > 0 {
 		fmt.Fprintf(os.Stderr, "e2e: FAIL: mounts left behind: %v\n", leaked)
 		for _, mp := range leaked {
@@ -68,6 +76,18 @@ func testMain(m *testing.M) int {
 		code = 1
 	}
 	return code
+}
+
+// catcherDoors are the private FUSE doors of wirefs run supervisors now
+// mounted in the temporary directory (hidden directories "wirefs-catch-*").
+func catcherDoors() map[string]bool {
+	doors := map[string]bool{}
+	for _, m := range mountsUnder(strings.TrimSuffix(os.TempDir(), "/")) {
+		if strings.HasPrefix(filepath.Base(m), "wirefs-catch-") {
+			doors[m] = true
+		}
+	}
+	return doors
 }
 
 // mountsUnder lists the mount points in /proc/self/mounts below dir.
@@ -424,6 +444,20 @@ func startPy(t *testing.T, m *Mount, script string, args ...string) *Proc {
 }
 
 // kill kills the process group and waits for the process.
+// terminate asks p's process group to end (SIGTERM), so that a wirefs
+// run supervisor among them unmounts its private door, and kills it when
+// it does not end within 5 s.
+func (p *Proc) terminate() {
+	if p.cmd.Process != nil {
+		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+	}
+	p.kill()
+}
+
 func (p *Proc) kill() {
 	if p.cmd.Process != nil {
 		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
