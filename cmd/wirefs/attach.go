@@ -28,15 +28,11 @@ Options:
 `)
 		fl.PrintDefaults()
 	}
-	prefix := fl.String("prefix", "/net", "where the namespace appears (absolute path)")
-	verbose := fl.Bool("v", false, "log debug messages to stderr")
-	logFile := fl.String("log", "", "append the log to this file instead of stderr")
+	var cf catcherFlags
+	cf.add(fl)
 	var cfg nsConfig
 	cfg.addFlags(fl)
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fl, args); help || err != nil {
 		return err
 	}
 	if fl.NArg() != 1 {
@@ -47,7 +43,7 @@ Options:
 	if err != nil || pid <= 0 {
 		return fmt.Errorf("attach: %q is not a process id", fl.Arg(0))
 	}
-	log, closeLog, err := catcherLog(*logFile, *verbose)
+	log, closeLog, err := cf.log()
 	if err != nil {
 		return err
 	}
@@ -57,7 +53,7 @@ Options:
 		return fmt.Errorf("attach: %w", err)
 	}
 	defer d.close(log)
-	err = catch.Attach(d.ns, pid, catch.Options{Prefix: *prefix, Log: log, Roots: d.roots, URLName: urlName})
+	err = catch.Attach(d.ns, pid, catch.Options{Prefix: cf.prefix, Log: log, Roots: d.roots, URLName: urlName})
 	if err != nil {
 		return fmt.Errorf("attach: %w", err)
 	}

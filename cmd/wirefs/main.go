@@ -2,6 +2,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 )
@@ -52,4 +54,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "wirefs:", err)
 		os.Exit(1)
 	}
+}
+
+// parseFlags parses a command's args; help is true when --help was asked
+// for, and printed: the command then does nothing and succeeds.
+func parseFlags(fl *flag.FlagSet, args []string) (help bool, err error) {
+	err = fl.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return true, nil
+	}
+	return false, err
 }

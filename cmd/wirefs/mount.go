@@ -35,10 +35,7 @@ func cmdMount(args []string) error {
 	cfg.addFlags(fl)
 	logFile := fl.String("log", "", "log file of the daemon (default $XDG_STATE_HOME/wirefs/wirefs.log)")
 	debugFUSE := fl.Bool("debug-fuse", false, "log every FUSE request (very verbose)")
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fl, args); help || err != nil {
 		return err
 	}
 	if fl.NArg() != 1 {
@@ -178,10 +175,7 @@ func cmdUmount(args []string) error {
 	fl.Usage = func() {
 		fmt.Fprint(fl.Output(), "Usage: wirefs umount MOUNTPOINT\n\nUnmount a wirefs mount; its daemon exits.\n")
 	}
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fl, args); help || err != nil {
 		return err
 	}
 	if fl.NArg() != 1 {

@@ -39,16 +39,12 @@ Options:
 `)
 		fl.PrintDefaults()
 	}
-	prefix := fl.String("prefix", "/net", "where the namespace appears (absolute path)")
-	verbose := fl.Bool("v", false, "log debug messages to stderr")
-	logFile := fl.String("log", "", "append the log to this file instead of stderr")
+	var cf catcherFlags
+	cf.add(fl)
 	syncWake := fl.Bool("sync-wake-up", true, "use the synchronous wake-up of Linux 6.6 (turn off only to measure it)")
 	var cfg nsConfig
 	cfg.addFlags(fl)
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fl, args); help || err != nil {
 		return err
 	}
 	if fl.NArg() == 0 {
@@ -56,7 +52,7 @@ Options:
 		return errors.New("run: no command given")
 	}
 
-	log, closeLog, err := catcherLog(*logFile, *verbose)
+	log, closeLog, err := cf.log()
 	if err != nil {
 		return err
 	}
@@ -67,7 +63,7 @@ Options:
 		return fmt.Errorf("run: %w", err)
 	}
 	status, err := catch.Run(d.ns, catch.Options{
-		Prefix: *prefix, Args: fl.Args(), Log: log, NoSyncWakeUp: !*syncWake,
+		Prefix: cf.prefix, Args: fl.Args(), Log: log, NoSyncWakeUp: !*syncWake,
 		Roots: d.roots, URLName: urlName,
 	})
 	d.close(log)
@@ -91,20 +87,34 @@ func urlName(name string) (string, bool) {
 	return r.Scheme + "/" + r.Server + r.Path, true
 }
 
-// catcherLog is the log of run and attach. It must not mix with the
-// program's output: by default only wirefs's own failures reach stderr.
-func catcherLog(file string, verbose bool) (*slog.Logger, func(), error) {
+// catcherFlags are the options run and attach share besides the
+// namespace's.
+type catcherFlags struct {
+	prefix  string
+	verbose bool
+	logFile string
+}
+
+func (c *catcherFlags) add(fl *flag.FlagSet) {
+	fl.StringVar(&c.prefix, "prefix", "/net", "where the namespace appears (absolute path)")
+	fl.BoolVar(&c.verbose, "v", false, "log debug messages to stderr")
+	fl.StringVar(&c.logFile, "log", "", "append the log to this file instead of stderr")
+}
+
+// log is the log of run and attach. It must not mix with the program's
+// output: by default only wirefs's own failures reach stderr.
+func (c *catcherFlags) log() (*slog.Logger, func(), error) {
 	var w io.Writer = os.Stderr
 	level := slog.LevelError
 	closeLog := func() {}
-	if file != "" {
-		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if c.logFile != "" {
+		f, err := os.OpenFile(c.logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, nil, err
 		}
 		w, level, closeLog = f, slog.LevelInfo, func() { f.Close() }
 	}
-	if verbose {
+	if c.verbose {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))

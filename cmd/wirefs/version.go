@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"runtime/debug"
@@ -11,10 +10,7 @@ import (
 func cmdVersion(args []string) error {
 	fl := flag.NewFlagSet("version", flag.ContinueOnError)
 	fl.Usage = func() { fmt.Fprint(fl.Output(), "Usage: wirefs version\n\nPrint the version of wirefs.\n") }
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fl, args); help || err != nil {
 		return err
 	}
 	fmt.Println("wirefs", version())
