@@ -223,6 +223,10 @@ func (c *Cache) scan() {
 		}
 		files := map[string]found{}
 		dirty := 0
+		listed := make(map[string]bool, len(names))
+		for _, n := range names {
+			listed[n.Name()] = true
+		}
 		for _, n := range names {
 			name := n.Name()
 			switch {
@@ -230,10 +234,8 @@ func (c *Cache) scan() {
 				os.Remove(filepath.Join(sdir, name)) // an interrupted record write
 			case strings.HasSuffix(name, ".data"), strings.HasSuffix(name, ".meta"):
 				id, ext := strings.TrimSuffix(name, filepath.Ext(name)), filepath.Ext(name)
-				if ext == ".data" {
-					if _, err := os.Stat(filepath.Join(sdir, id+".meta")); err == nil {
-						continue // loaded with its .meta
-					}
+				if ext == ".data" && listed[id+".meta"] {
+					continue // loaded with its .meta
 				}
 				f, use := c.load(sdir, id, ext == ".meta")
 				if f == nil {
