@@ -28,10 +28,7 @@ func needCatch(t *testing.T) {
 	needFUSE(t)
 	r := run(t, 20*time.Second, "", wirefsBin, "run", "--cache-dir", t.TempDir(), "--", "true")
 	if r.Code != 0 {
-		if os.Getenv("WIREFS_REQUIRE_PRIV") == "1" {
-			t.Fatalf("wirefs run unavailable (WIREFS_REQUIRE_PRIV=1): %s", r)
-		}
-		t.Skipf("wirefs run unavailable here: %s", r)
+		testsrv.Unavailable(t, "wirefs run unavailable here: "+r.String())
 	}
 }
 

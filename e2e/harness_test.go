@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"wirefs/internal/testsrv"
 )
 
 var (
@@ -143,10 +145,7 @@ func fuseUnavailable() string {
 func needFUSE(t *testing.T) {
 	t.Helper()
 	if why := fuseUnavailable(); why != "" {
-		if os.Getenv("WIREFS_REQUIRE_PRIV") == "1" {
-			t.Fatalf("FUSE needed but unavailable (WIREFS_REQUIRE_PRIV=1): %s", why)
-		}
-		t.Skipf("FUSE unavailable: %s (set WIREFS_REQUIRE_PRIV=1 to fail instead)", why)
+		testsrv.Unavailable(t, "FUSE unavailable: "+why)
 	}
 }
 

@@ -411,7 +411,7 @@ func TestPerFileBounds(t *testing.T) {
 func TestRemoteRefused(t *testing.T) {
 	needFUSE(t)
 	m := remoteMount(t, t.TempDir())
-	port := strconv.Itoa(testsrv.FreePort(t))
+	port := strconv.Itoa(freePort(t))
 	for _, scheme := range []string{"http", "https", "ftp", "sftp", "9p"} {
 		r := bash(t, m, 30*time.Second, `cat "$M/$1/127.0.0.1:$2/x"`, scheme, port)
 		if r.Code == 0 || !strings.Contains(r.Stderr, "Connection refused") {
