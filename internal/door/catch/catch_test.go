@@ -33,6 +33,7 @@ import (
 	"wirefs/internal/provider/dns"
 	"wirefs/internal/provider/netstream"
 	"wirefs/internal/resolve"
+	"wirefs/internal/testsrv"
 )
 
 const (
@@ -232,10 +233,7 @@ func (e *env) probe() {
 	default:
 		e.t.Fatalf("supervisor failed: status %d, stderr %q", r.status, r.stderr)
 	}
-	if os.Getenv("WIREFS_REQUIRE_PRIV") == "1" {
-		e.t.Fatalf("%s (WIREFS_REQUIRE_PRIV=1): %s", why, r.stderr)
-	}
-	e.t.Skipf("%s: %s", why, strings.TrimSpace(r.stderr))
+	testsrv.Unavailable(e.t, why+": "+strings.TrimSpace(r.stderr))
 }
 
 // checkNoLeaks: the private door is unmounted and its directory gone.
