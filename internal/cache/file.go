@@ -778,6 +778,12 @@ func (f *file) writeAt(ctx context.Context, p []byte, off int64) (int, error) {
 		if err := f.makeDirty(ctx, -1); err != nil {
 			return 0, err
 		}
+		// io is held shared until the bytes and the new length are
+		// recorded: a write-back takes it exclusively to take its
+		// snapshot and to settle, so it never sees a write half done
+		// (a store of the old length marked as the current version
+		// lost the appended bytes, and the next write filled them
+		// with zeros).
 		f.io.RLock()
 		f.mu.Lock()
 		if !f.dirty { // written back meanwhile
@@ -785,10 +791,6 @@ func (f *file) writeAt(ctx context.Context, p []byte, off int64) (int, error) {
 			f.io.RUnlock()
 			continue
 		}
-		// Bumped before the bytes land, so that a write-back running
-		// now does not mark them as stored.
-		f.writeGen++
-		f.mtime = time.Now()
 		b, err := f.acquireLocked()
 		f.mu.Unlock()
 		n := 0
@@ -802,6 +804,8 @@ func (f *file) writeAt(ctx context.Context, p []byte, off int64) (int, error) {
 		if b != nil {
 			f.releaseLocked(b)
 		}
+		f.writeGen++
+		f.mtime = time.Now()
 		if n > 0 {
 			// A write past the end leaves a hole of zeros, and the
 			// local copy of a dirty file is the whole truth: the hole
@@ -823,13 +827,18 @@ func (f *file) writeAt(ctx context.Context, p []byte, off int64) (int, error) {
 func (f *file) writeBack(ctx context.Context) error {
 	t := f.t
 	for {
+		// The snapshot and the settling below hold io exclusively, so
+		// that no write is between its bytes and its length (writeAt).
+		f.io.Lock()
 		f.mu.Lock()
 		if !f.dirty || f.removed {
 			f.mu.Unlock()
+			f.io.Unlock()
 			return nil
 		}
 		if ch := f.storing; ch != nil {
 			f.mu.Unlock()
+			f.io.Unlock()
 			select {
 			case <-ch:
 				continue
@@ -842,9 +851,11 @@ func (f *file) writeBack(ctx context.Context) error {
 		gen, size, p, mode, mtime := f.writeGen, f.size, f.path, f.info.Mode, f.mtime
 		b, err := f.acquireLocked()
 		f.mu.Unlock()
+		f.io.Unlock()
 		if err == nil {
 			err = t.w.Store(ctx, p, io.NewSectionReader(b.f, 0, size), size, mode.Perm())
 		}
+		f.io.Lock()
 		f.mu.Lock()
 		if b != nil {
 			f.releaseLocked(b)
@@ -870,6 +881,7 @@ func (f *file) writeBack(ctx context.Context) error {
 			f.settleLocked()
 		}
 		f.mu.Unlock()
+		f.io.Unlock()
 		if err != nil {
 			delay := f.scheduleRetry()
 			t.c.log.Warn("cache: write-back failed; the changes stay in the cache and are retried",
