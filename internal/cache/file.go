@@ -1057,7 +1057,7 @@ func (f *file) chtimes(ctx context.Context, mtime time.Time) error {
 		return nil
 	}
 	f.mu.Unlock()
-	if err := c.Chtimes(ctx, f.remotePath(), mtime); err != nil {
+	if err := c.Chtimes(ctx, f.remotePath(), mtime, mtime); err != nil {
 		return err
 	}
 	f.mu.Lock()

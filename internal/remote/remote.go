@@ -24,7 +24,17 @@ type Info struct {
 	Size  int64       // bytes; -1 when the server does not say (an HTML listing without sizes)
 	Mtime time.Time   // zero when the server does not say
 	ETag  string      // a validator when the server gives one (HTTP ETag); "" otherwise
+	// Mode also carries os.ModeSetuid, os.ModeSetgid and os.ModeSticky
+	// as the server reports them.
+	Atime time.Time // zero when the server does not say
+	// Owner is the file's owner and group on the server; nil when the
+	// protocol does not say (FTP, HTTP): files then show as the
+	// daemon's user.
+	Owner *Owner
 }
+
+// Owner is a numeric owner and group as the server knows them.
+type Owner struct{ Uid, Gid uint32 }
 
 // Backend is one session with one server (protocol, user, host, port),
 // shared by every file on it and safe for concurrent use.
@@ -68,10 +78,65 @@ type Writer interface {
 }
 
 // Chtimer is implemented by writable backends whose servers can set a
-// file's modification time (touch, cp -p, tar); others keep the server's.
+// file's times (touch, cp -p, tar); others keep the server's. Both times
+// are given; they apply to directories too.
 type Chtimer interface {
-	Chtimes(ctx context.Context, p string, mtime time.Time) error
+	Chtimes(ctx context.Context, p string, atime, mtime time.Time) error
 }
+
+// Chowner is implemented by backends whose servers can change a file's
+// owner and group (SFTP setstat, 9P setattr); -1 leaves one as it is. The
+// server decides who may: its refusal is EPERM.
+type Chowner interface {
+	Chown(ctx context.Context, p string, uid, gid int) error
+}
+
+// Symlinker is implemented by backends with symbolic links (SFTP, 9P):
+// List and Stat report a link as os.ModeSymlink, not followed.
+type Symlinker interface {
+	// Symlink creates p, a symbolic link whose contents are target
+	// (taken verbatim, not resolved). EEXIST when p exists.
+	Symlink(ctx context.Context, target, p string) error
+	Readlink(ctx context.Context, p string) (string, error)
+}
+
+// Linker is implemented by backends with hard links
+// (hardlink@openssh.com, 9P2000.L link). EEXIST when p exists.
+type Linker interface {
+	Link(ctx context.Context, existing, p string) error
+}
+
+// FSInfo is what statfs(2) reports of the file system that holds a path.
+type FSInfo struct {
+	Bsize                 uint32 // the block size the counts are in
+	Blocks, Bfree, Bavail uint64
+	Files, Ffree          uint64
+	Namelen               uint32 // the longest file name; 0 when unknown
+}
+
+// Statfser is implemented by backends whose servers report file system
+// figures (statvfs@openssh.com, 9P statfs).
+type Statfser interface {
+	Statfs(ctx context.Context, p string) (FSInfo, error)
+}
+
+// Patcher is implemented by writable backends that can change part of an
+// existing file, so that a write-back sends what changed, not the file.
+type Patcher interface {
+	// Append writes the n bytes read from r at the end of the existing
+	// file p as the server sees it when they arrive (the server's
+	// O_APPEND: SSH_FXF_APPEND, 9P Tlopen O_APPEND, FTP APPE), so
+	// that appenders on several clients never overwrite each other.
+	// It returns p's size afterwards as the server reports it, or -1
+	// when it cannot tell.
+	Append(ctx context.Context, p string, r io.Reader, n int64) (int64, error)
+	// Patch writes the ranges of r at the same offsets of the existing
+	// file p, then sets p's length to size.
+	Patch(ctx context.Context, p string, r io.ReaderAt, ranges []Range, size int64) error
+}
+
+// Range is the bytes [Off, End) of a file.
+type Range struct{ Off, End int64 }
 
 // Options are the settings of one session. Zero values mean defaults.
 type Options struct {
