@@ -130,6 +130,7 @@ func (o Options) withDefaults() Options {
 // Cache is the on-disk cache shared by every mounted server.
 type Cache struct {
 	dir   string
+	slot  *slot // held until Close: no other daemon writes in dir
 	limit int64
 	log   *slog.Logger
 	boot  string
@@ -169,19 +170,17 @@ func New(dir string, limit int64, log *slog.Logger) (*Cache, error) {
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, ns.Errorf(ns.Errno(err), "cache: cannot create %s: %v", dir, err)
+	s, err := takeSlot(dir)
+	if err != nil {
+		return nil, err
 	}
-	if fi, err := os.Stat(dir); err != nil {
-		return nil, ns.Errorf(ns.Errno(err), "cache: %v", err)
-	} else if fi.Mode().Perm() != 0o700 {
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return nil, ns.Errorf(ns.Errno(err), "cache: cannot make %s private: %v", dir, err)
-		}
+	if s.dir != dir {
+		log.Info("cache: another daemon uses the cache directory; this one caches in a slot of its own", "dir", s.dir)
 	}
+	s.adoptOrphans(dir, log.Warn)
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Cache{
-		dir: dir, limit: limit, log: log, boot: bootID(), since: time.Now(),
+		dir: s.dir, slot: s, limit: limit, log: log, boot: bootID(), since: time.Now(),
 		ctx: ctx, cancel: cancel,
 		trees: map[string]*tree{}, scanned: map[string]map[string]*file{},
 		lru: list.New(),
@@ -211,7 +210,7 @@ func (c *Cache) scan() {
 	}
 	var all []found
 	for _, s := range sessions {
-		if !s.IsDir() {
+		if !s.IsDir() || s.Name() == slotsDir {
 			continue
 		}
 		sdir := filepath.Join(c.dir, s.Name())
@@ -386,6 +385,7 @@ func (c *Cache) Close() error {
 	for _, t := range trees {
 		errs = append(errs, t.close(ctx))
 	}
+	errs = append(errs, c.slot.release())
 	return errors.Join(errs...)
 }
 
