@@ -128,7 +128,7 @@ func buildNamespace(c nsConfig, log *slog.Logger) (*daemonNamespace, error) {
 	d.ns.Mount("tcp", streams.TCP())
 	d.ns.Mount("udp", streams.UDP())
 	d.ns.Mount("dns", dns.Dir(res))
-	d.ns.Mount(".wirefs", ctl.Dir(streams.Live, d.dropCaches))
+	d.ns.Mount(".wirefs", ctl.Dir(streams.Live, d.dropCaches, files.WriteStatus))
 
 	defaults := config.Options{}
 	servers := map[string]ns.Dir{}

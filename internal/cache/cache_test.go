@@ -471,6 +471,51 @@ func TestStoreENOSPCReachesClose(t *testing.T) {
 	h.Close()
 }
 
+// TestRefusedStoreWaitsForTheUser: a store the server refuses for good
+// is not retried on a timer; it shows in the write-back status, and the
+// next fsync tries again.
+func TestRefusedStoreWaitsForTheUser(t *testing.T) {
+	c, logs := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.storeErrs = []error{ns.Errorf(syscall.EDQUOT, "quota exceeded")}
+	root := c.Root("local://q", b, Options{})
+	_, h, err := root.(ns.Creator).Create(bg, ns.Caller{}, "over quota", os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	h.(ns.WriterAt).WriteAt(bg, []byte("keep me"), 0)
+	if err := h.(ns.Flusher).Flush(bg); ns.Errno(err) != syscall.EDQUOT {
+		t.Fatalf("Flush: %v, want EDQUOT", err)
+	}
+	f := lookup(t, root, "over quota").(*file)
+	f.mu.Lock()
+	scheduled := f.timer != nil
+	f.mu.Unlock()
+	if scheduled {
+		t.Fatal("a refused store was scheduled for a retry")
+	}
+	var status strings.Builder
+	c.WriteStatus(&status)
+	if want := "local://q \"/over quota\" 7 refused EDQUOT "; !strings.HasPrefix(status.String(), want) {
+		t.Fatalf("status %q, want a line starting %q", status.String(), want)
+	}
+	if !strings.Contains(logs.String(), "refuses the changes") {
+		t.Fatalf("not logged:\n%s", logs)
+	}
+	if err := h.(ns.Syncer).Sync(bg); err != nil {
+		t.Fatalf("fsync once the server accepts: %v", err)
+	}
+	if !hasContent(b, "/over quota", []byte("keep me"))() {
+		t.Fatal("fsync returned before the server had the file")
+	}
+	status.Reset()
+	c.WriteStatus(&status)
+	if status.Len() != 0 {
+		t.Fatalf("status after the store: %q", status.String())
+	}
+}
+
 func TestCrashRecovery(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cache")
 	b := newLocalBackend(t)

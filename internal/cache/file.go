@@ -59,7 +59,12 @@ type file struct {
 	storing   chan struct{} // a write-back in flight; closed when it ends
 	timer     *time.Timer   // the next write-back
 	retry     time.Duration // the last retry delay
-	removed   bool
+	// failure is why the last write-back failed (nil after a success);
+	// refused says the server refused it for good, so that it is not
+	// retried until the file is written or synced again.
+	failure error
+	refused bool
+	removed bool
 
 	elem      *list.Element // in the cache's LRU
 	accounted int64         // clean bytes counted in the cache's total
@@ -880,9 +885,19 @@ func (f *file) writeBack(ctx context.Context) error {
 			t.setDirty(f, false)
 			f.settleLocked()
 		}
+		if err != nil {
+			f.failure, f.refused = err, refusedForGood(err)
+		} else {
+			f.failure, f.refused = nil, false
+		}
 		f.mu.Unlock()
 		f.io.Unlock()
-		if err != nil {
+		switch {
+		case err != nil && refusedForGood(err):
+			t.c.log.Error("cache: the server refuses the changes; they stay in the cache (see .wirefs/writeback) until the file is written or synced again, or removed",
+				"server", t.key, "path", p, "err", err)
+			return err
+		case err != nil:
 			delay := f.scheduleRetry()
 			t.c.log.Warn("cache: write-back failed; the changes stay in the cache and are retried",
 				"server", t.key, "path", p, "retry_in", delay, "err", err)
@@ -899,6 +914,18 @@ func (f *file) writeBack(ctx context.Context) error {
 		}
 		return nil
 	}
+}
+
+// refusedForGood reports whether a failed store would fail the same way
+// if retried unchanged: the server refuses the name, the permission, or
+// the space. Retrying those forever only fills the log.
+func refusedForGood(err error) bool {
+	switch ns.Errno(err) {
+	case syscall.ENAMETOOLONG, syscall.EACCES, syscall.EPERM, syscall.EROFS,
+		syscall.EDQUOT, syscall.ENOSPC, syscall.EFBIG, syscall.EINVAL:
+		return true
+	}
+	return false
 }
 
 func (f *file) scheduleRetry() time.Duration {

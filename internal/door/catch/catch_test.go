@@ -64,7 +64,7 @@ func supervise(args []string) int {
 	n.Mount("tcp", streams.TCP())
 	n.Mount("udp", streams.UDP())
 	n.Mount("dns", dns.Dir(res))
-	n.Mount(".wirefs", ctl.Dir(streams.Live, nil))
+	n.Mount(".wirefs", ctl.Dir(streams.Live, nil, nil))
 	status, err := catch.Run(n, catch.Options{Args: args, Log: log, RuntimeDir: os.Getenv(rtEnv)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "wirefs run:", err)

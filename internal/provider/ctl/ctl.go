@@ -1,11 +1,14 @@
 // Package ctl is the daemon's own directory, .wirefs/: files that show its
 // state and control it. stats is read by tests and people checking for
-// leaks; writing anything to drop-caches drops every cache (as SIGHUP).
+// leaks; writing anything to drop-caches drops every cache (as SIGHUP);
+// writeback lists the changes the servers do not have yet, and why.
 package ctl
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"syscall"
@@ -15,15 +18,17 @@ import (
 )
 
 // Dir returns the .wirefs/ directory. live counts open endpoints; drop
-// drops every cache (nil: the daemon has none to drop).
-func Dir(live func() int, drop func()) ns.Dir {
-	return &dir{live: live, drop: drop, since: time.Now()}
+// drops every cache and writeback writes the write-back status (nil: the
+// daemon has no cache).
+func Dir(live func() int, drop func(), writeback func(io.Writer) error) ns.Dir {
+	return &dir{live: live, drop: drop, writeback: writeback, since: time.Now()}
 }
 
 type dir struct {
-	live  func() int
-	drop  func()
-	since time.Time
+	live      func() int
+	drop      func()
+	writeback func(io.Writer) error
+	since     time.Time
 }
 
 func (d *dir) Attr(context.Context) (ns.Attr, error) {
@@ -36,6 +41,8 @@ func (d *dir) Lookup(ctx context.Context, name string) (ns.Node, error) {
 		return &stats{d: d}, nil
 	case name == "drop-caches" && d.drop != nil:
 		return &dropCaches{d: d}, nil
+	case name == "writeback" && d.writeback != nil:
+		return &writeback{d: d}, nil
 	}
 	return nil, ns.Errorf(syscall.ENOENT, ".wirefs/%s: no such control file", name)
 }
@@ -46,6 +53,10 @@ func (d *dir) ReadDir(ctx context.Context) ([]ns.DirEntry, error) {
 	if d.drop != nil {
 		a, _ := (&dropCaches{d: d}).Attr(ctx)
 		ents = append(ents, ns.DirEntry{Name: "drop-caches", Attr: a})
+	}
+	if d.writeback != nil {
+		a, _ := (&writeback{d: d}).Attr(ctx)
+		ents = append(ents, ns.DirEntry{Name: "writeback", Attr: a})
 	}
 	return ents, nil
 }
@@ -90,6 +101,26 @@ func (s *stats) Open(ctx context.Context, c ns.Caller, flags int) (ns.Handle, er
 	text := fmt.Sprintf("pid %d\ngoroutines %d\nfds %d\nlive %d\n",
 		os.Getpid(), runtime.NumGoroutine(), len(fds), s.d.live())
 	return content(text), nil
+}
+
+// writeback reads as the cache's write-back status, made at open.
+type writeback struct{ d *dir }
+
+func (w *writeback) Volatile() bool { return true }
+
+func (w *writeback) Attr(context.Context) (ns.Attr, error) {
+	return ns.Attr{Mode: 0o444, Mtime: time.Now(), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}, nil
+}
+
+func (w *writeback) Open(ctx context.Context, c ns.Caller, flags int) (ns.Handle, error) {
+	if flags&(syscall.O_WRONLY|syscall.O_RDWR) != 0 {
+		return nil, ns.Errorf(syscall.EROFS, ".wirefs/writeback is read-only")
+	}
+	var b bytes.Buffer
+	if err := w.d.writeback(&b); err != nil {
+		return nil, err
+	}
+	return content(b.Bytes()), nil
 }
 
 type content []byte
