@@ -24,8 +24,9 @@ type localBackend struct {
 	calls     map[string]int
 	reads     []span        // ReadRange requests
 	bytesRead int64         // bytes delivered by ReadRange
+	bytesIn   int64         // bytes received by Store, Append and Patch
 	stall     chan struct{} // non-nil: ReadRange waits until it is closed (or ctx ends)
-	storeErrs []error       // the next Stores fail with these, in order
+	storeErrs []error       // the next Stores, Appends or Patches fail with these, in order
 	closed    bool
 }
 
@@ -46,6 +47,21 @@ func (b *localBackend) n(op string) int {
 }
 
 // total is the number of requests of every kind.
+func (b *localBackend) received(n int64) {
+	b.mu.Lock()
+	b.bytesIn += n
+	b.mu.Unlock()
+}
+
+func (b *localBackend) bytesReceived() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.bytesIn
+}
+
+// writes counts the write-backs, whichever way they were sent.
+func (b *localBackend) writes() int { return b.n("Store") + b.n("Append") + b.n("Patch") }
+
 func (b *localBackend) total() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -153,15 +169,20 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 func (c *countingReader) Close() error { return c.f.Close() }
 
-func (b *localBackend) Store(ctx context.Context, p string, r io.Reader, size int64, perm os.FileMode) error {
-	b.count("Store")
+// nextErr is the failure the next write operation reports, if any.
+func (b *localBackend) nextErr() error {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	var fail error
 	if len(b.storeErrs) > 0 {
 		fail, b.storeErrs = b.storeErrs[0], b.storeErrs[1:]
 	}
-	b.mu.Unlock()
-	if fail != nil {
+	return fail
+}
+
+func (b *localBackend) Store(ctx context.Context, p string, r io.Reader, size int64, perm os.FileMode) error {
+	b.count("Store")
+	if fail := b.nextErr(); fail != nil {
 		return fail
 	}
 	// Like a real server: the new contents appear at once, complete.
@@ -171,6 +192,7 @@ func (b *localBackend) Store(ctx context.Context, p string, r io.Reader, size in
 	}
 	defer os.Remove(tmp.Name())
 	n, err := io.Copy(tmp, r)
+	b.received(n)
 	tmp.Close()
 	if err != nil {
 		return localErr("store", p, err)
@@ -184,6 +206,59 @@ func (b *localBackend) Store(ctx context.Context, p string, r io.Reader, size in
 	os.Chmod(tmp.Name(), perm)
 	if err := os.Rename(tmp.Name(), b.local(p)); err != nil {
 		return localErr("store", p, err)
+	}
+	return nil
+}
+
+// Append appends like a server's O_APPEND; a failure injected with
+// storeErrs happens after half of the bytes reached the file, as when a
+// connection drops mid-transfer.
+func (b *localBackend) Append(ctx context.Context, p string, r io.Reader, n int64) (int64, error) {
+	b.count("Append")
+	fail := b.nextErr()
+	f, err := os.OpenFile(b.local(p), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return -1, localErr("append", p, err)
+	}
+	defer f.Close()
+	if fail != nil {
+		half, _ := io.CopyN(f, r, n/2)
+		b.received(half)
+		return -1, fail
+	}
+	if _, err := io.CopyN(f, r, n); err != nil {
+		return -1, localErr("append", p, err)
+	}
+	b.received(n)
+	fi, err := f.Stat()
+	if err != nil {
+		return -1, localErr("append", p, err)
+	}
+	return fi.Size(), nil
+}
+
+func (b *localBackend) Patch(ctx context.Context, p string, r io.ReaderAt, ranges []remote.Range, size int64) error {
+	b.count("Patch")
+	if fail := b.nextErr(); fail != nil {
+		return fail
+	}
+	f, err := os.OpenFile(b.local(p), os.O_WRONLY, 0)
+	if err != nil {
+		return localErr("patch", p, err)
+	}
+	defer f.Close()
+	for _, rg := range ranges {
+		buf := make([]byte, rg.End-rg.Off)
+		if _, err := r.ReadAt(buf, rg.Off); err != nil {
+			return localErr("patch", p, err)
+		}
+		if _, err := f.WriteAt(buf, rg.Off); err != nil {
+			return localErr("patch", p, err)
+		}
+		b.received(int64(len(buf)))
+	}
+	if err := f.Truncate(size); err != nil {
+		return localErr("patch", p, err)
 	}
 	return nil
 }

@@ -308,7 +308,7 @@ func (c *Cache) load(sdir, id string, inMeta bool) (*file, time.Time) {
 			f.removeDisk()
 			return nil, time.Time{}
 		}
-		f.dirty = true
+		f.dirty, f.base = true, -1 // what changed is not recorded: send it whole
 		f.size = data.Size()
 		f.present = ranges{}.add(0, f.size)
 		f.mtime = data.ModTime()

@@ -56,6 +56,15 @@ type file struct {
 	// once the data is stored (not kept across a crash).
 	wantMtime *time.Time
 	writeGen  uint64        // bumped by every local change
+	// base, low, changed and retried say what changed since the
+	// server's version, so that a write-back sends only that
+	// (writeback.go). base is that version's length, -1 when the
+	// whole file must be sent.
+	base     int64
+	low      int64
+	changed  ranges
+	retried  bool
+	appendMu sync.Mutex // one O_APPEND write at a time: each takes the end
 	storing   chan struct{} // a write-back in flight; closed when it ends
 	timer     *time.Timer   // the next write-back
 	retry     time.Duration // the last retry delay
@@ -389,7 +398,7 @@ func (f *file) Open(ctx context.Context, c ns.Caller, flags int) (ns.Handle, err
 		if err := f.truncate(ctx, 0); err != nil {
 			return nil, err
 		}
-		return f.newHandle(true), nil
+		return f.newHandle(flags), nil
 	}
 	f.mu.Lock()
 	trusted := f.dirty || (f.info.Size >= 0 && f.freshLocked())
@@ -399,12 +408,14 @@ func (f *file) Open(ctx context.Context, c ns.Caller, flags int) (ns.Handle, err
 			return nil, err
 		}
 	}
-	return f.newHandle(write), nil
+	return f.newHandle(flags), nil
 }
 
-// newHandle opens a handle: for writing, daemon-served; for reading a
-// complete clean file, the data file itself (a kernel object).
-func (f *file) newHandle(write bool) ns.Handle {
+// newHandle opens a handle with open(2) flags: for writing, daemon-served;
+// for reading a complete clean file, the data file itself (a kernel
+// object).
+func (f *file) newHandle(flags int) ns.Handle {
+	write := flags&syscall.O_ACCMODE != syscall.O_RDONLY
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.opens++
@@ -413,7 +424,7 @@ func (f *file) newHandle(write bool) ns.Handle {
 	f.openGen = gen
 	f.settleLocked() // used: to the front of the LRU
 	if write {
-		return &writeHandle{h}
+		return &writeHandle{h, flags&syscall.O_APPEND != 0}
 	}
 	if !f.dirty && f.completeLocked() {
 		if f.id == "" {
@@ -716,6 +727,12 @@ func (f *file) markDirtyLocked(size int64) error {
 	f.dataGen++ // fetches still running belong to the old contents
 	f.present = ranges{}.add(0, size)
 	f.dirty, f.size, f.mtime = true, size, f.info.Mtime
+	// The changes apply to the server's version, whose length is
+	// known once it was stored or validated.
+	f.base, f.low, f.changed, f.retried = f.version.Size, size, nil, false
+	if f.version.Size >= 0 && size < f.version.Size {
+		f.low = size
+	}
 	if err := f.saveRecordLocked(); err != nil {
 		f.dirty = false
 		return err
@@ -749,6 +766,7 @@ func (f *file) truncate(ctx context.Context, size int64) error {
 			f.dataGen++
 			f.writeGen++
 			f.present = ranges{}.add(0, size)
+			f.noteChangeLocked(min(size, f.size), -1)
 			f.size, f.mtime = size, time.Now()
 		}
 		f.mu.Unlock()
@@ -778,7 +796,14 @@ func (f *file) create(perm os.FileMode) (remote.Info, error) {
 	return f.info, nil
 }
 
-func (f *file) writeAt(ctx context.Context, p []byte, off int64) (int, error) {
+// writeAt writes p at off, or at the end of the file when appending
+// (O_APPEND: the end as the cache knows it, which the kernel's idea of the
+// length may lag behind when another client appended).
+func (f *file) writeAt(ctx context.Context, p []byte, off int64, appending bool) (int, error) {
+	if appending {
+		f.appendMu.Lock()
+		defer f.appendMu.Unlock()
+	}
 	for {
 		if err := f.makeDirty(ctx, -1); err != nil {
 			return 0, err
@@ -795,6 +820,9 @@ func (f *file) writeAt(ctx context.Context, p []byte, off int64) (int, error) {
 			f.mu.Unlock()
 			f.io.RUnlock()
 			continue
+		}
+		if appending {
+			off = f.size
 		}
 		b, err := f.acquireLocked()
 		f.mu.Unlock()
@@ -818,6 +846,7 @@ func (f *file) writeAt(ctx context.Context, p []byte, off int64) (int, error) {
 			// sections out of order; reading the hole must not ask
 			// the server, which does not have the file yet).
 			f.present = f.present.add(min(off, f.size), off+int64(n))
+			f.noteChangeLocked(min(off, f.size), off+int64(n))
 			f.size = max(f.size, off+int64(n))
 		}
 		f.mu.Unlock()
@@ -826,170 +855,6 @@ func (f *file) writeAt(ctx context.Context, p []byte, off int64) (int, error) {
 	}
 }
 
-// writeBack stores f on the server if it is dirty, waiting for a
-// write-back already running. A failure is logged and retried later with
-// backoff; the data stay dirty on disk until a store succeeds.
-func (f *file) writeBack(ctx context.Context) error {
-	t := f.t
-	for {
-		// The snapshot and the settling below hold io exclusively, so
-		// that no write is between its bytes and its length (writeAt).
-		f.io.Lock()
-		f.mu.Lock()
-		if !f.dirty || f.removed {
-			f.mu.Unlock()
-			f.io.Unlock()
-			return nil
-		}
-		if ch := f.storing; ch != nil {
-			f.mu.Unlock()
-			f.io.Unlock()
-			select {
-			case <-ch:
-				continue
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		ch := make(chan struct{})
-		f.storing = ch
-		gen, size, p, mode, mtime := f.writeGen, f.size, f.path, f.info.Mode, f.mtime
-		b, err := f.acquireLocked()
-		f.mu.Unlock()
-		f.io.Unlock()
-		if err == nil {
-			err = t.w.Store(ctx, p, io.NewSectionReader(b.f, 0, size), size, mode.Perm())
-		}
-		f.io.Lock()
-		f.mu.Lock()
-		if b != nil {
-			f.releaseLocked(b)
-		}
-		f.storing = nil
-		close(ch)
-		var info remote.Info
-		var setMtime *time.Time
-		if err == nil && gen == f.writeGen && !f.removed {
-			setMtime, f.wantMtime = f.wantMtime, nil
-			f.dirty, f.retry = false, 0
-			// The server's mtime is unknown without another round
-			// trip; the size identifies the version until the next
-			// validation fills in the rest.
-			f.version = remote.Info{Size: size}
-			f.info = remote.Info{Name: path.Base(p), Mode: mode, Size: size, Mtime: mtime}
-			f.checked, f.epoch = time.Now(), t.c.epoch.Load()
-			info = f.info
-			if serr := f.saveRecordLocked(); serr != nil {
-				t.c.log.Warn("cache: cannot save a record", "err", serr)
-			}
-			t.setDirty(f, false)
-			f.settleLocked()
-		}
-		if err != nil {
-			f.failure, f.refused = err, refusedForGood(err)
-		} else {
-			f.failure, f.refused = nil, false
-		}
-		f.mu.Unlock()
-		f.io.Unlock()
-		switch {
-		case err != nil && refusedForGood(err):
-			t.c.log.Error("cache: the server refuses the changes; they stay in the cache (see .wirefs/writeback) until the file is written or synced again, or removed",
-				"server", t.key, "path", p, "err", err)
-			return err
-		case err != nil:
-			delay := f.scheduleRetry()
-			t.c.log.Warn("cache: write-back failed; the changes stay in the cache and are retried",
-				"server", t.key, "path", p, "retry_in", delay, "err", err)
-			return err
-		}
-		if setMtime != nil {
-			if err := f.chtimes(ctx, *setMtime); err != nil {
-				t.c.log.Warn("cache: stored, but could not set the modification time", "server", t.key, "path", p, "err", err)
-			}
-		}
-		if info.Name != "" {
-			t.noteEntry(p, &info)
-			t.c.evict()
-		}
-		return nil
-	}
-}
-
-// refusedForGood reports whether a failed store would fail the same way
-// if retried unchanged: the server refuses the name, the permission, or
-// the space. Retrying those forever only fills the log.
-func refusedForGood(err error) bool {
-	switch ns.Errno(err) {
-	case syscall.ENAMETOOLONG, syscall.EACCES, syscall.EPERM, syscall.EROFS,
-		syscall.EDQUOT, syscall.ENOSPC, syscall.EFBIG, syscall.EINVAL:
-		return true
-	}
-	return false
-}
-
-func (f *file) scheduleRetry() time.Duration {
-	f.mu.Lock()
-	f.retry = min(max(2*f.retry, firstRetry), maxRetry)
-	delay := f.retry
-	f.mu.Unlock()
-	f.schedule(delay)
-	return delay
-}
-
-// schedule writes f back after delay (a later call moves the time: the
-// delayed write-backs of several closes coalesce).
-func (f *file) schedule(delay time.Duration) {
-	if f.t.closing.Load() {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.removed {
-		return
-	}
-	if f.timer == nil {
-		f.timer = time.AfterFunc(delay, f.timerFired)
-	} else {
-		f.timer.Reset(delay)
-	}
-}
-
-func (f *file) timerFired() {
-	t := f.t
-	if !t.enter() {
-		return
-	}
-	defer t.wg.Done()
-	f.mu.Lock()
-	f.timer = nil
-	f.mu.Unlock()
-	f.writeBack(t.ctx) // a failure schedules the next attempt
-}
-
-func (f *file) stopTimer() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.timer != nil {
-		f.timer.Stop()
-		f.timer = nil
-	}
-}
-
-// quiesce stops f's write-backs before it is removed and reports whether
-// it has changes the server may not have (then it may not exist there).
-func (f *file) quiesce() bool {
-	f.stopTimer()
-	for {
-		f.mu.Lock()
-		ch, dirty := f.storing, f.dirty
-		f.mu.Unlock()
-		if ch == nil {
-			return dirty
-		}
-		<-ch
-	}
-}
 
 // discard forgets f and its data for good (it was removed).
 func (f *file) discard() {

@@ -29,8 +29,11 @@ type kernelHandle struct {
 	kf *os.File
 }
 
-// writeHandle is a handle opened for writing.
-type writeHandle struct{ *handle }
+// writeHandle is a handle opened for writing; appending with O_APPEND.
+type writeHandle struct {
+	*handle
+	appending bool
+}
 
 var (
 	_ ns.ReaderAt     = (*handle)(nil)
@@ -173,7 +176,7 @@ func (k *kernelHandle) Close() error {
 }
 
 func (w *writeHandle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
-	return w.f.writeAt(ctx, p, off)
+	return w.f.writeAt(ctx, p, off, w.appending)
 }
 
 // Flush runs at every close(2): with T_write = 0 it returns once the

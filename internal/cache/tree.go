@@ -615,7 +615,9 @@ func (d *dir) Create(ctx context.Context, c ns.Caller, name string, flags int, p
 		return nil, nil, err
 	}
 	t.noteEntry(p, &info)
-	return f, f.newHandle(true), nil
+	// A new file is stored at its close whatever the open mode
+	// (open(O_CREAT|O_RDONLY) makes an empty file too).
+	return f, f.newHandle(flags&^syscall.O_ACCMODE | syscall.O_RDWR), nil
 }
 
 func (d *dir) Mkdir(ctx context.Context, name string, perm os.FileMode) (ns.Node, error) {

@@ -1,0 +1,294 @@
+package cache
+
+import (
+	"context"
+	"io"
+	"os"
+	"path"
+	"syscall"
+	"time"
+
+	"wirefs/internal/ns"
+	"wirefs/internal/remote"
+)
+
+// Write-back: a dirty file's changes go to the server at close (T_write =
+// 0), T_write after the last close, at fsync, and at exit. What is sent
+// depends on what changed since the server's version (the base):
+//
+//   - only bytes past the base's end (appends): those bytes, with the
+//     server's own append (remote.Patcher.Append), so that appenders on
+//     other clients, or other daemons, are never overwritten;
+//   - bytes within the file, or a truncation: the changed ranges and the
+//     new length (Patcher.Patch);
+//   - a file the server does not have yet, one recovered after a crash
+//     (its base is not recorded), or a backend without Patcher: the whole
+//     file (Writer.Store).
+//
+// Sending whole files made an open/append/close cycle cost the file's
+// size; now it costs the record.
+
+// specialBits are the mode bits beyond the permissions that a file keeps
+// on the server (chmod 4755, 1777).
+const specialBits = os.ModeSetuid | os.ModeSetgid | os.ModeSticky
+
+// snapshot is what one write-back sends.
+type snapshot struct {
+	gen     uint64
+	size    int64
+	path    string
+	mtime   time.Time
+	base    int64  // the server's length the changes apply to; -1: send the whole file
+	low     int64  // the lowest offset changed (written or cut) since the base
+	changed ranges // the bytes written since the base
+	// retried: an earlier attempt of these changes failed, perhaps
+	// after the server appended part of them: write them in place,
+	// which can be repeated, rather than append them again.
+	retried bool
+}
+
+// appendOnly reports whether s only adds bytes at the end of the base.
+func (s snapshot) appendOnly() bool {
+	return s.base >= 0 && s.low >= s.base && s.size > s.base && !s.retried
+}
+
+// writeBack sends f's changes to the server if it is dirty, waiting for a
+// write-back already running. A failure is logged and retried later with
+// backoff (or, refused for good, at the next write or fsync); the data
+// stay dirty on disk until a write-back succeeds.
+func (f *file) writeBack(ctx context.Context) error {
+	t := f.t
+	for {
+		// The snapshot and the settling below hold io exclusively, so
+		// that no write is between its bytes and its length (writeAt).
+		f.io.Lock()
+		f.mu.Lock()
+		if !f.dirty || f.removed {
+			f.mu.Unlock()
+			f.io.Unlock()
+			return nil
+		}
+		if ch := f.storing; ch != nil {
+			f.mu.Unlock()
+			f.io.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		ch := make(chan struct{})
+		f.storing = ch
+		s := f.takeSnapshotLocked()
+		p, mode, mtime := s.path, f.info.Mode, s.mtime
+		b, err := f.acquireLocked()
+		f.mu.Unlock()
+		f.io.Unlock()
+		serverSize := s.size
+		if err == nil {
+			serverSize, err = f.send(ctx, b, s, mode)
+		}
+		f.io.Lock()
+		f.mu.Lock()
+		if b != nil {
+			f.releaseLocked(b)
+		}
+		f.storing = nil
+		close(ch)
+		var info remote.Info
+		var setMtime *time.Time
+		if err != nil {
+			f.restoreSnapshotLocked(s)
+		}
+		if err == nil && s.gen == f.writeGen && !f.removed {
+			setMtime, f.wantMtime = f.wantMtime, nil
+			f.dirty, f.retry = false, 0
+			// The server's mtime is unknown without another round
+			// trip; the size identifies the version until the next
+			// validation fills in the rest.
+			f.version = remote.Info{Size: s.size}
+			f.info = remote.Info{Name: path.Base(p), Mode: mode, Size: s.size, Mtime: mtime,
+				Atime: f.info.Atime, Owner: f.info.Owner}
+			f.checked, f.epoch = time.Now(), t.c.epoch.Load()
+			if serverSize != s.size {
+				// Someone else appended too: our copy is not the
+				// server's file. Forget it; the next open validates.
+				t.c.log.Debug("cache: the server's file grew by another writer's appends", "server", t.key, "path", p)
+				f.dropDataLocked()
+				f.version = remote.Info{Size: serverSize}
+				f.info.Size, f.checked = serverSize, time.Time{}
+			}
+			info = f.info
+			if serr := f.saveRecordLocked(); serr != nil {
+				t.c.log.Warn("cache: cannot save a record", "err", serr)
+			}
+			t.setDirty(f, false)
+			f.settleLocked()
+		}
+		if err == nil && f.dirty && serverSize != s.size {
+			// Written meanwhile, on top of a file that is not the
+			// server's: only the whole file says what we mean.
+			f.base = -1
+		}
+		if err != nil {
+			f.failure, f.refused = err, refusedForGood(err)
+		} else {
+			f.failure, f.refused = nil, false
+		}
+		f.mu.Unlock()
+		f.io.Unlock()
+		switch {
+		case err != nil && refusedForGood(err):
+			t.c.log.Error("cache: the server refuses the changes; they stay in the cache (see .wirefs/writeback) until the file is written or synced again, or removed",
+				"server", t.key, "path", p, "err", err)
+			return err
+		case err != nil:
+			delay := f.scheduleRetry()
+			t.c.log.Warn("cache: write-back failed; the changes stay in the cache and are retried",
+				"server", t.key, "path", p, "retry_in", delay, "err", err)
+			return err
+		}
+		if setMtime != nil {
+			if err := f.chtimes(ctx, *setMtime); err != nil {
+				t.c.log.Warn("cache: stored, but could not set the modification time", "server", t.key, "path", p, "err", err)
+			}
+		}
+		if info.Name != "" {
+			t.noteEntry(p, &info)
+			t.c.evict()
+		}
+		return nil
+	}
+}
+
+// refusedForGood reports whether a failed store would fail the same way
+// if retried unchanged: the server refuses the name, the permission, or
+// the space. Retrying those forever only fills the log.
+func refusedForGood(err error) bool {
+	switch ns.Errno(err) {
+	case syscall.ENAMETOOLONG, syscall.EACCES, syscall.EPERM, syscall.EROFS,
+		syscall.EDQUOT, syscall.ENOSPC, syscall.EFBIG, syscall.EINVAL:
+		return true
+	}
+	return false
+}
+
+func (f *file) scheduleRetry() time.Duration {
+	f.mu.Lock()
+	f.retry = min(max(2*f.retry, firstRetry), maxRetry)
+	delay := f.retry
+	f.mu.Unlock()
+	f.schedule(delay)
+	return delay
+}
+
+// schedule writes f back after delay (a later call moves the time: the
+// delayed write-backs of several closes coalesce).
+func (f *file) schedule(delay time.Duration) {
+	if f.t.closing.Load() {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.removed {
+		return
+	}
+	if f.timer == nil {
+		f.timer = time.AfterFunc(delay, f.timerFired)
+	} else {
+		f.timer.Reset(delay)
+	}
+}
+
+func (f *file) timerFired() {
+	t := f.t
+	if !t.enter() {
+		return
+	}
+	defer t.wg.Done()
+	f.mu.Lock()
+	f.timer = nil
+	f.mu.Unlock()
+	f.writeBack(t.ctx) // a failure schedules the next attempt
+}
+
+func (f *file) stopTimer() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.timer != nil {
+		f.timer.Stop()
+		f.timer = nil
+	}
+}
+
+// quiesce stops f's write-backs before it is removed and reports whether
+// it has changes the server may not have (then it may not exist there).
+func (f *file) quiesce() bool {
+	f.stopTimer()
+	for {
+		f.mu.Lock()
+		ch, dirty := f.storing, f.dirty
+		f.mu.Unlock()
+		if ch == nil {
+			return dirty
+		}
+		<-ch
+	}
+}
+
+// takeSnapshotLocked (io held exclusively) takes what a write-back sends
+// and starts a new base at its end: writes made while it runs are the
+// next write-back's.
+func (f *file) takeSnapshotLocked() snapshot {
+	s := snapshot{gen: f.writeGen, size: f.size, path: f.path, mtime: f.mtime,
+		base: f.base, low: f.low, changed: f.changed, retried: f.retried}
+	if _, ok := f.t.w.(remote.Patcher); !ok {
+		s.base = -1
+	}
+	f.base, f.low, f.changed, f.retried = f.size, f.size, nil, false
+	return s
+}
+
+// restoreSnapshotLocked puts back what a failed write-back did not send.
+func (f *file) restoreSnapshotLocked(s snapshot) {
+	f.base, f.retried = s.base, true
+	f.low = min(f.low, s.low)
+	for _, r := range s.changed {
+		f.changed = f.changed.add(r.off, r.end)
+	}
+}
+
+// noteChangeLocked records that [off, end) was written, or (end < 0) that
+// the file was cut to length off.
+func (f *file) noteChangeLocked(off, end int64) {
+	f.low = min(f.low, off)
+	if end > off {
+		f.changed = f.changed.add(off, end)
+	}
+}
+
+// send sends the changes of snapshot s from data file b and returns the
+// server's length afterwards (s.size unless another writer appended).
+func (f *file) send(ctx context.Context, b *blob, s snapshot, mode os.FileMode) (int64, error) {
+	t := f.t
+	pa, _ := t.w.(remote.Patcher)
+	switch {
+	case s.base < 0 || pa == nil:
+		return s.size, t.w.Store(ctx, s.path, io.NewSectionReader(b.f, 0, s.size), s.size, mode.Perm()|mode&specialBits)
+	case s.appendOnly():
+		n, err := pa.Append(ctx, s.path, io.NewSectionReader(b.f, s.base, s.size-s.base), s.size-s.base)
+		if n < 0 {
+			n = s.size
+		}
+		return n, err
+	default:
+		rs := make([]remote.Range, 0, len(s.changed))
+		for _, r := range s.changed {
+			if r.off < s.size {
+				rs = append(rs, remote.Range{Off: r.off, End: min(r.end, s.size)})
+			}
+		}
+		return s.size, pa.Patch(ctx, s.path, b.f, rs, s.size)
+	}
+}

@@ -1,0 +1,120 @@
+package cache
+
+import (
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	"wirefs/internal/ns"
+	"wirefs/internal/remote"
+)
+
+var _ remote.Patcher = (*localBackend)(nil)
+
+// appendRecord is one open(O_APPEND)/write/close cycle.
+func appendRecord(t *testing.T, n ns.Node, rec string) error {
+	t.Helper()
+	h := openNode(t, n, os.O_WRONLY|os.O_APPEND)
+	defer h.Close()
+	// The offset is what a stale kernel might send: the cache appends
+	// at its own end of file all the same.
+	if _, err := h.(ns.WriterAt).WriteAt(bg, []byte(rec), 0); err != nil {
+		return err
+	}
+	return h.(ns.Flusher).Flush(bg)
+}
+
+// TestAppendSendsOnlyTheRecord: an append cycle sends the appended bytes
+// with the server's append, not the file.
+func TestAppendSendsOnlyTheRecord(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.put(t, "/log", []byte(strings.Repeat("x", 1000)+"\n"))
+	root := c.Root("local://a", b, Options{})
+	n := lookup(t, root, "log")
+	want := strings.Repeat("x", 1000) + "\n"
+	for _, rec := range []string{"one\n", "two\n", "three\n"} {
+		if err := appendRecord(t, n, rec); err != nil {
+			t.Fatal(err)
+		}
+		want += rec
+	}
+	if got, _ := b.get("/log"); string(got) != want {
+		t.Fatalf("server has %q", got)
+	}
+	if a, s := b.n("Append"), b.n("Store")+b.n("Patch"); a != 3 || s != 0 {
+		t.Fatalf("%d appends and %d whole or patched writes, want 3 appends only", a, s)
+	}
+	if b.bytesReceived() != int64(len("one\ntwo\nthree\n")) {
+		t.Fatalf("%d bytes sent for %d appended", b.bytesReceived(), len("one\ntwo\nthree\n"))
+	}
+}
+
+// TestAppendAfterAnotherWriter: bytes another client appended meanwhile
+// are kept: ours land after them, and the cache forgets its stale copy.
+func TestAppendAfterAnotherWriter(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.put(t, "/log", []byte("first\n"))
+	root := c.Root("local://other", b, Options{})
+	n := lookup(t, root, "log")
+	cat(t, root, "log") // cached, trusted for T_read
+	b.put(t, "/log", []byte("first\nfrom elsewhere\n"))
+	if err := appendRecord(t, n, "ours\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := b.get("/log"); string(got) != "first\nfrom elsewhere\nours\n" {
+		t.Fatalf("server has %q", got)
+	}
+	if got := cat(t, root, "log"); string(got) != "first\nfrom elsewhere\nours\n" {
+		t.Fatalf("read back %q: the stale copy was kept", got)
+	}
+}
+
+// TestPatchSendsTheChangedRanges: a write inside the file and a
+// truncation send the changed bytes and the new length.
+func TestPatchSendsTheChangedRanges(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.put(t, "/f", []byte("0123456789abcdef"))
+	root := c.Root("local://p", b, Options{})
+	h := openNode(t, lookup(t, root, "f"), os.O_RDWR)
+	h.(ns.WriterAt).WriteAt(bg, []byte("XY"), 2)
+	if _, err := lookup(t, root, "f").(ns.Setattrer).Setattr(bg, h, ns.SetAttr{Size: ptr(int64(12))}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.(ns.Flusher).Flush(bg); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if got, _ := b.get("/f"); string(got) != "01XY456789ab" {
+		t.Fatalf("server has %q", got)
+	}
+	if p, s := b.n("Patch"), b.n("Store"); p != 1 || s != 0 {
+		t.Fatalf("%d patches and %d stores, want one patch", p, s)
+	}
+}
+
+// TestFailedAppendIsNotDoubled: an append that failed half-way is sent
+// again in place, so the server never holds the half twice.
+func TestFailedAppendIsNotDoubled(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.put(t, "/log", []byte("start\n"))
+	root := c.Root("local://half", b, Options{})
+	b.storeErrs = []error{ns.Errorf(syscall.EIO, "connection lost")}
+	if err := appendRecord(t, lookup(t, root, "log"), "0123456789\n"); ns.Errno(err) != syscall.EIO {
+		t.Fatalf("append with a failing server: %v", err)
+	}
+	h := openNode(t, lookup(t, root, "log"), os.O_WRONLY)
+	if err := h.(ns.Syncer).Sync(bg); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if got, _ := b.get("/log"); string(got) != "start\n0123456789\n" {
+		t.Fatalf("server has %q", got)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
