@@ -55,7 +55,7 @@ type file struct {
 	// wantMtime is a modification time set while dirty, for the server
 	// once the data is stored (not kept across a crash).
 	wantMtime *time.Time
-	writeGen  uint64        // bumped by every local change
+	writeGen  uint64 // bumped by every local change
 	// base, low, changed and retried say what changed since the
 	// server's version, so that a write-back sends only that
 	// (writeback.go). base is that version's length, -1 when the
@@ -64,10 +64,10 @@ type file struct {
 	low      int64
 	changed  ranges
 	retried  bool
-	appendMu sync.Mutex // one O_APPEND write at a time: each takes the end
-	storing   chan struct{} // a write-back in flight; closed when it ends
-	timer     *time.Timer   // the next write-back
-	retry     time.Duration // the last retry delay
+	appendMu sync.Mutex    // one O_APPEND write at a time: each takes the end
+	storing  chan struct{} // a write-back in flight; closed when it ends
+	timer    *time.Timer   // the next write-back
+	retry    time.Duration // the last retry delay
 	// failure is why the last write-back failed (nil after a success);
 	// refused says the server refused it for good, so that it is not
 	// retried until the file is written or synced again.
@@ -854,7 +854,6 @@ func (f *file) writeAt(ctx context.Context, p []byte, off int64, appending bool)
 		return n, err
 	}
 }
-
 
 // discard forgets f and its data for good (it was removed).
 func (f *file) discard() {
