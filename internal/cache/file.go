@@ -52,9 +52,9 @@ type file struct {
 	dirty bool      // the server does not have our changes yet
 	size  int64     // length while dirty (the data file's)
 	mtime time.Time // last local change while dirty
-	// wantMtime is a modification time set while dirty, for the server
-	// once the data is stored (not kept across a crash).
-	wantMtime *time.Time
+	// wantTimes are the access and modification times set while dirty,
+	// for the server once the data is stored (not kept across a crash).
+	wantTimes *[2]time.Time
 	writeGen  uint64 // bumped by every local change
 	// base, low, changed and retried say what changed since the
 	// server's version, so that a write-back sends only that
@@ -353,6 +353,11 @@ func (f *file) stat(c *call, p string) {
 func (f *file) localAttr() (ns.Attr, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.removed {
+		a := attrOf(f.info)
+		a.Removed = true
+		return a, true // gone from the server: nothing to ask
+	}
 	if f.dirty {
 		a := attrOf(f.info)
 		a.Size, a.Mtime = f.size, f.mtime
@@ -882,77 +887,4 @@ func (f *file) evict() bool {
 	f.removeDisk()
 	f.settleLocked()
 	return true
-}
-
-// Setattr truncates (on open or closed files), changes permissions, or
-// ignores an mtime change: no protocol's Writer can set it.
-func (f *file) Setattr(ctx context.Context, h ns.Handle, a ns.SetAttr) (ns.Attr, error) {
-	t := f.t
-	if t.w == nil {
-		return ns.Attr{}, t.readOnly("change " + f.remotePath())
-	}
-	if a.Mode != nil {
-		perm := a.Mode.Perm()
-		if err := t.w.Chmod(ctx, f.remotePath(), perm); err != nil && !(f.isDirty() && ns.Errno(err) == syscall.ENOENT) {
-			return ns.Attr{}, err
-		}
-		f.mu.Lock()
-		f.info.Mode = f.info.Mode&^os.ModePerm | perm
-		if f.dirty {
-			if err := f.saveRecordLocked(); err != nil {
-				f.mu.Unlock()
-				return ns.Attr{}, err
-			}
-		}
-		f.mu.Unlock()
-	}
-	if a.Size != nil {
-		if err := f.truncate(ctx, *a.Size); err != nil {
-			return ns.Attr{}, err
-		}
-		// Through an open writable handle the change goes with the
-		// handle's close; otherwise by the write-back rule now.
-		if _, open := h.(*writeHandle); !open {
-			if _, twrite := t.bounds(f.path); twrite == 0 {
-				if err := f.writeBack(ctx); err != nil {
-					return ns.Attr{}, err
-				}
-			} else {
-				f.schedule(twrite)
-			}
-		}
-	}
-	if a.Mtime != nil {
-		if err := f.chtimes(ctx, *a.Mtime); err != nil {
-			return ns.Attr{}, err
-		}
-	}
-	return f.Attr(ctx)
-}
-
-// chtimes sets f's modification time: on the server now, or, while f has
-// changes the server does not have yet, right after they are stored (a
-// store gives the file the server's clock). Servers that cannot set times
-// keep theirs; that is logged, not an error (touch must not fail).
-func (f *file) chtimes(ctx context.Context, mtime time.Time) error {
-	t := f.t
-	c, ok := t.w.(remote.Chtimer)
-	if !ok {
-		t.c.log.Debug("cache: setting mtime is not possible on this server; ignored", "server", t.key, "path", f.remotePath())
-		return nil
-	}
-	f.mu.Lock()
-	if f.dirty {
-		f.mtime, f.wantMtime = mtime, &mtime
-		f.mu.Unlock()
-		return nil
-	}
-	f.mu.Unlock()
-	if err := c.Chtimes(ctx, f.remotePath(), mtime, mtime); err != nil {
-		return err
-	}
-	f.mu.Lock()
-	f.info.Mtime, f.version.Mtime = mtime, mtime
-	f.mu.Unlock()
-	return nil
 }

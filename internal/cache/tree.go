@@ -238,6 +238,9 @@ func (t *tree) dirAt(p string) *dir {
 
 // node returns the node of p with attributes info learnt at at in epoch.
 func (t *tree) node(p string, info remote.Info, at time.Time, epoch int64) ns.Node {
+	if info.Mode&os.ModeSymlink != 0 {
+		return &link{t: t, path: p, info: info}
+	}
 	if info.Mode.IsDir() {
 		d := t.dirAt(p)
 		d.observe(info, at, epoch)
@@ -310,17 +313,6 @@ func (t *tree) noteEntry(p string, info *remote.Info) {
 		i.Name = path.Base(p)
 		d.names[i.Name] = i
 	}
-}
-
-func attrOf(info remote.Info) ns.Attr {
-	return ns.Attr{Mode: info.Mode, Size: max(info.Size, 0), Mtime: info.Mtime, Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}
-}
-
-func checkName(name string) error {
-	if name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
-		return ns.Errorf(syscall.EINVAL, "%q is not a file name", name)
-	}
-	return nil
 }
 
 func (t *tree) readOnly(what string) error {
@@ -610,7 +602,7 @@ func (d *dir) Create(ctx context.Context, c ns.Caller, name string, flags int, p
 		return nil, nil, err
 	}
 	f := t.fileAt(p)
-	info, err := f.create(perm.Perm())
+	info, err := f.create(modeBits(perm))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -629,10 +621,11 @@ func (d *dir) Mkdir(ctx context.Context, name string, perm os.FileMode) (ns.Node
 	if t.w == nil {
 		return nil, t.readOnly("mkdir " + p)
 	}
-	if err := t.w.Mkdir(ctx, p, perm.Perm()); err != nil {
+	if err := t.w.Mkdir(ctx, p, modeBits(perm)); err != nil {
 		return nil, err
 	}
-	info := remote.Info{Name: name, Mode: os.ModeDir | perm.Perm(), Mtime: time.Now()}
+	t.dirChanged(d.remotePath())
+	info := remote.Info{Name: name, Mode: os.ModeDir | modeBits(perm), Mtime: time.Now()}
 	t.noteEntry(p, &info)
 	nd := t.dirAt(p)
 	nd.mu.Lock()
@@ -656,6 +649,7 @@ func (d *dir) Remove(ctx context.Context, name string, isDir bool) error {
 		if err := t.w.Rmdir(ctx, p); err != nil {
 			return err
 		}
+		t.dirChanged(d.remotePath())
 		t.forgetTree(p)
 		t.noteEntry(p, nil)
 		return nil
@@ -670,6 +664,7 @@ func (d *dir) Remove(ctx context.Context, name string, isDir bool) error {
 	if err := t.w.Remove(ctx, p); err != nil && !(localOnly && ns.Errno(err) == syscall.ENOENT) {
 		return err
 	}
+	t.dirChanged(d.remotePath())
 	t.mu.Lock()
 	if t.files[p] == f {
 		delete(t.files, p)
@@ -736,6 +731,8 @@ func (d *dir) Rename(ctx context.Context, name string, to ns.Dir, toName string)
 	if err := t.w.Rename(ctx, from, dst); err != nil {
 		return err
 	}
+	t.dirChanged(d.remotePath())
+	t.dirChanged(td.remotePath())
 	d.mu.Lock()
 	info, listed := d.names[name]
 	d.mu.Unlock()

@@ -97,12 +97,12 @@ func (f *file) writeBack(ctx context.Context) error {
 		f.storing = nil
 		close(ch)
 		var info remote.Info
-		var setMtime *time.Time
+		var setTimes *[2]time.Time
 		if err != nil {
 			f.restoreSnapshotLocked(s)
 		}
 		if err == nil && s.gen == f.writeGen && !f.removed {
-			setMtime, f.wantMtime = f.wantMtime, nil
+			setTimes, f.wantTimes = f.wantTimes, nil
 			f.dirty, f.retry = false, 0
 			// The server's mtime is unknown without another round
 			// trip; the size identifies the version until the next
@@ -120,6 +120,9 @@ func (f *file) writeBack(ctx context.Context) error {
 				f.info.Size, f.checked = serverSize, time.Time{}
 			}
 			info = f.info
+			if s.base < 0 {
+				defer t.dirChanged(path.Dir(p)) // perhaps a new entry there
+			}
 			if serr := f.saveRecordLocked(); serr != nil {
 				t.c.log.Warn("cache: cannot save a record", "err", serr)
 			}
@@ -149,8 +152,8 @@ func (f *file) writeBack(ctx context.Context) error {
 				"server", t.key, "path", p, "retry_in", delay, "err", err)
 			return err
 		}
-		if setMtime != nil {
-			if err := f.chtimes(ctx, *setMtime); err != nil {
+		if setTimes != nil {
+			if err := f.chtimes(ctx, setTimes[0], setTimes[1]); err != nil {
 				t.c.log.Warn("cache: stored, but could not set the modification time", "server", t.key, "path", p, "err", err)
 			}
 		}

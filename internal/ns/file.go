@@ -30,13 +30,16 @@ type Syncer interface {
 
 // SetAttr is a change of attributes; nil fields stay as they are.
 type SetAttr struct {
-	Size  *int64 // truncate
-	Mode  *os.FileMode
-	Mtime *time.Time
+	Size     *int64       // truncate
+	Mode     *os.FileMode // permissions and setuid, setgid, sticky
+	Atime    *time.Time
+	Mtime    *time.Time
+	Uid, Gid *uint32 // chown
 }
 
 // Setattrer is a node whose attributes can be changed (truncate, chmod,
-// utimes). h is the open handle the change came through, or nil.
+// chown, utimes). h is the open handle the change came through, or nil.
+// A change the node cannot make is EPERM (chown) or ENOTSUP.
 type Setattrer interface {
 	Setattr(ctx context.Context, h Handle, a SetAttr) (Attr, error)
 }
@@ -77,3 +80,37 @@ type Cached interface {
 type PageCacher interface {
 	KeepPageCache() bool
 }
+
+// Symlinker is a directory in which symbolic links can be made.
+type Symlinker interface {
+	Symlink(ctx context.Context, target, name string) (Node, error)
+}
+
+// Readlinker is a symbolic link (its Attr has os.ModeSymlink).
+type Readlinker interface {
+	Readlink(ctx context.Context) (string, error)
+}
+
+// Linker is a directory in which hard links to existing nodes of the
+// same provider can be made (others get EXDEV).
+type Linker interface {
+	Link(ctx context.Context, target Node, name string) (Node, error)
+}
+
+// FSInfo is what statfs(2) shows.
+type FSInfo struct {
+	Bsize                 uint32
+	Blocks, Bfree, Bavail uint64
+	Files, Ffree          uint64
+	Namelen               uint32
+}
+
+// Statfser is a node that knows the figures of the file system it is on.
+// Doors answer statfs for other nodes with DefaultFSInfo.
+type Statfser interface {
+	Statfs(ctx context.Context) (FSInfo, error)
+}
+
+// DefaultFSInfo is statfs of nodes with no file system behind them:
+// no blocks to report, and the longest name Linux allows.
+func DefaultFSInfo() FSInfo { return FSInfo{Bsize: 4096, Namelen: 255} }

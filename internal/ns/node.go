@@ -30,11 +30,18 @@ func (c Caller) HoldsHandle(h Handle) bool { return c.Holds != nil && c.Holds(h)
 
 // Attr is what stat shows for a node.
 type Attr struct {
-	Mode  os.FileMode // permission bits plus os.ModeDir for directories
+	// Mode is the permission bits, os.ModeSetuid, os.ModeSetgid and
+	// os.ModeSticky, plus os.ModeDir or os.ModeSymlink for those.
+	Mode  os.FileMode
 	Size  int64
 	Mtime time.Time
+	Atime time.Time // zero: Mtime
 	Uid   uint32
 	Gid   uint32
+	Nlink uint32 // 0: the door's default (1 for files, 2 for directories)
+	// Removed says the node was removed while still open: it has no
+	// name left (nlink 0 for fstat).
+	Removed bool
 }
 
 // Node is anything the namespace can name.

@@ -31,6 +31,7 @@ type Info struct {
 	// protocol does not say (FTP, HTTP): files then show as the
 	// daemon's user.
 	Owner *Owner
+	Nlink uint32 // hard links; 0 when the server does not say
 }
 
 // Owner is a numeric owner and group as the server knows them.

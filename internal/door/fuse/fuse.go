@@ -103,6 +103,10 @@ var (
 	_ fs.NodeGetxattrer  = (*node)(nil)
 	_ fs.NodeListxattrer = (*node)(nil)
 	_ fs.NodeSetxattrer  = (*node)(nil)
+	_ fs.NodeSymlinker   = (*node)(nil)
+	_ fs.NodeReadlinker  = (*node)(nil)
+	_ fs.NodeLinker      = (*node)(nil)
+	_ fs.NodeStatfser    = (*node)(nil)
 )
 
 // No file here has extended attributes. ENOSYS, unlike ENODATA, makes the
@@ -141,12 +145,66 @@ func (n *node) remove(ctx context.Context, name string, dir bool) syscall.Errno 
 	return 0
 }
 
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	s, ok := n.n.(ns.Symlinker)
+	if !ok {
+		return nil, syscall.EPERM // what symlink(2) says where links cannot be made
+	}
+	child, err := s.Symlink(ctx, target, name)
+	if err != nil {
+		return nil, n.fail("symlink", name, err)
+	}
+	return n.entry(ctx, name, child, out)
+}
+
+func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	r, ok := n.n.(ns.Readlinker)
+	if !ok {
+		return nil, syscall.EINVAL // not a link
+	}
+	target, err := r.Readlink(ctx)
+	if err != nil {
+		return nil, n.fail("readlink", "", err)
+	}
+	return []byte(target), 0
+}
+
+// Link makes a hard link within one provider; across providers it is
+// EXDEV, as between file systems.
+func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	l, ok := n.n.(ns.Linker)
+	if !ok {
+		return nil, syscall.EPERM // what link(2) says where links cannot be made
+	}
+	child, err := l.Link(ctx, target.(*node).n, name)
+	if err != nil {
+		return nil, n.fail("link", name, err)
+	}
+	return n.entry(ctx, name, child, out)
+}
+
+// Statfs reports the figures of the provider's file system (df, pathconf
+// NAME_MAX), or honest defaults for names with none behind them.
+func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	fi := ns.DefaultFSInfo()
+	if s, ok := n.n.(ns.Statfser); ok {
+		var err error
+		if fi, err = s.Statfs(ctx); err != nil {
+			return n.fail("statfs", "", err)
+		}
+	}
+	out.Bsize, out.Frsize, out.NameLen = fi.Bsize, fi.Bsize, fi.Namelen
+	out.Blocks, out.Bfree, out.Bavail = fi.Blocks, fi.Bfree, fi.Bavail
+	out.Files, out.Ffree = fi.Files, fi.Ffree
+	return 0
+}
+
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	m, ok := n.n.(ns.Mkdirer)
 	if !ok {
 		return nil, syscall.ENOTSUP // names of endpoints are not made, they exist
 	}
-	child, err := m.Mkdir(ctx, name, os.FileMode(mode).Perm())
+	child, err := m.Mkdir(ctx, name, fileMode(mode))
 	if err != nil {
 		return nil, n.fail("mkdir", name, err)
 	}
@@ -223,27 +281,71 @@ func (n *node) fail(op, name string, err error) syscall.Errno {
 	return errno
 }
 
-func fillAttr(a ns.Attr, out *fuse.Attr) {
-	out.Mode = uint32(a.Mode.Perm())
-	if a.Mode.IsDir() {
-		out.Mode |= syscall.S_IFDIR
+// fillAttr fills out with a, for the inode numbered ino: go-fuse fills
+// in the number for GETATTR but not for SETATTR, and a zero there would
+// become the file's inode number in the kernel (stat -c %i after chmod).
+func fillAttr(a ns.Attr, ino uint64, out *fuse.Attr) {
+	out.Ino = ino
+	out.Mode = stableMode(a) | unixMode(a.Mode)
+	switch {
+	case a.Removed:
+		out.Nlink = 0
+	case a.Nlink > 0:
+		out.Nlink = a.Nlink
+	case a.Mode.IsDir():
 		out.Nlink = 2
-	} else {
-		out.Mode |= syscall.S_IFREG
+	default:
 		out.Nlink = 1
 	}
 	out.Size = uint64(a.Size)
 	out.Blocks = (out.Size + 511) / 512
-	t := a.Mtime
-	out.SetTimes(&t, &t, &t)
+	mtime, atime := a.Mtime, a.Atime
+	if atime.IsZero() {
+		atime = mtime
+	}
+	out.SetTimes(&atime, &mtime, &mtime)
 	out.Uid, out.Gid = a.Uid, a.Gid
 }
 
 func stableMode(a ns.Attr) uint32 {
-	if a.Mode.IsDir() {
+	switch {
+	case a.Mode.IsDir():
 		return syscall.S_IFDIR
+	case a.Mode&os.ModeSymlink != 0:
+		return syscall.S_IFLNK
 	}
 	return syscall.S_IFREG
+}
+
+// unixMode is the permission and setuid, setgid, sticky bits of m as
+// stat(2) has them.
+func unixMode(m os.FileMode) uint32 {
+	u := uint32(m.Perm())
+	if m&os.ModeSetuid != 0 {
+		u |= syscall.S_ISUID
+	}
+	if m&os.ModeSetgid != 0 {
+		u |= syscall.S_ISGID
+	}
+	if m&os.ModeSticky != 0 {
+		u |= syscall.S_ISVTX
+	}
+	return u
+}
+
+// fileMode is unixMode's inverse (chmod, mkdir, open(O_CREAT) modes).
+func fileMode(u uint32) os.FileMode {
+	m := os.FileMode(u).Perm()
+	if u&syscall.S_ISUID != 0 {
+		m |= os.ModeSetuid
+	}
+	if u&syscall.S_ISGID != 0 {
+		m |= os.ModeSetgid
+	}
+	if u&syscall.S_ISVTX != 0 {
+		m |= os.ModeSticky
+	}
+	return m
 }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -264,7 +366,6 @@ func (n *node) entry(ctx context.Context, name string, child ns.Node, out *fuse.
 	if err != nil {
 		return nil, n.fail("stat", name, err)
 	}
-	fillAttr(a, &out.Attr)
 	t := n.timeout(child)
 	out.SetEntryTimeout(t)
 	out.SetAttrTimeout(t)
@@ -274,11 +375,12 @@ func (n *node) entry(ctx context.Context, name string, child ns.Node, out *fuse.
 	// of such a name gets an inode of its own, because holds() tells open
 	// files apart by inode. Endpoint nodes are made from the name alone,
 	// so the old node is as good as the new one.
-	if old := n.GetChild(name); old != nil && old.StableAttr().Mode == stableMode(a) &&
-		(!volatile(child) || n.d.idle(old.StableAttr().Ino)) {
-		return old, 0
+	in := n.GetChild(name)
+	if in == nil || in.StableAttr().Mode != stableMode(a) || (volatile(child) && !n.d.idle(in.StableAttr().Ino)) {
+		in = n.NewInode(ctx, &node{n: child, o: n.o, d: n.d}, fs.StableAttr{Mode: stableMode(a)})
 	}
-	return n.NewInode(ctx, &node{n: child, o: n.o, d: n.d}, fs.StableAttr{Mode: stableMode(a)}), 0
+	fillAttr(a, in.StableAttr().Ino, &out.Attr)
+	return in, 0
 }
 
 func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
@@ -302,7 +404,7 @@ func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 	if err != nil {
 		return n.fail("stat", "", err)
 	}
-	fillAttr(a, &out.Attr)
+	fillAttr(a, n.StableAttr().Ino, &out.Attr)
 	out.SetTimeout(n.timeout(n.n))
 	return 0
 }
@@ -321,17 +423,20 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 		change.Size = &sz
 	}
 	if mode, ok := in.GetMode(); ok {
-		m := os.FileMode(mode).Perm()
+		m := fileMode(mode)
 		change.Mode = &m
 	}
 	if mtime, ok := in.GetMTime(); ok {
 		change.Mtime = &mtime
 	}
-	if _, uok := in.GetUID(); uok {
-		return syscall.EPERM // no protocol here can give files away
+	if atime, ok := in.GetATime(); ok {
+		change.Atime = &atime
 	}
-	if _, gok := in.GetGID(); gok {
-		return syscall.EPERM
+	if uid, ok := in.GetUID(); ok {
+		change.Uid = &uid
+	}
+	if gid, ok := in.GetGID(); ok {
+		change.Gid = &gid
 	}
 	var h ns.Handle
 	if fh, ok := fh.(*handle); ok {
@@ -341,7 +446,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 	if err != nil {
 		return n.fail("setattr", "", err)
 	}
-	fillAttr(a, &out.Attr)
+	fillAttr(a, n.StableAttr().Ino, &out.Attr)
 	out.SetTimeout(n.timeout(n.n))
 	return 0
 }
@@ -396,7 +501,7 @@ func (n *node) open(ctx context.Context, target ns.Node, ino uint64, name string
 // names exist on demand, so it is a lookup followed by an open.
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	if c, ok := n.n.(ns.Creator); ok {
-		child, h, err := c.Create(ctx, n.d.caller(ctx), name, int(flags), os.FileMode(mode).Perm())
+		child, h, err := c.Create(ctx, n.d.caller(ctx), name, int(flags), fileMode(mode))
 		if err != nil {
 			return nil, nil, 0, n.fail("create", name, err)
 		}
