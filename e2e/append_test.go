@@ -90,3 +90,34 @@ func TestConcurrentAppends(t *testing.T) {
 		})
 	}
 }
+
+// TestAppendsFromSeveralDaemons: a mount and two `wirefs run` instances,
+// all with one cache directory, append to one sftp file at once. Each
+// daemon caches in its own slot, and each appends with the server's own
+// append: every record of every process reaches the server.
+func TestAppendsFromSeveralDaemons(t *testing.T) {
+	needCatch(t)
+	s := testsrv.StartSSHD(t)
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	home := sshHome(t, s, true)
+	cache := filepath.Join(t.TempDir(), "cache")
+	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config")}
+	m := mountEnv(t, env, "--cache-dir", cache, "--read-timeout", "3s")
+	const n = 100
+	name := "shared.log"
+	os.WriteFile(filepath.Join(root, name), nil, 0o644)
+	var procs []*Proc
+	for _, w := range []string{"run1", "run2"} {
+		procs = append(procs, start(t, 120*time.Second, "", env, wirefsBin, "run", "--cache-dir", cache, "--read-timeout", "3s", "--",
+			python, "-c", appendScript, "-", "/sftp/testhost"+root+"/"+name, w, fmt.Sprint(n)))
+	}
+	procs = append(procs, startPy(t, m, appendScript, m.P("sftp/testhost"+root+"/"+name), "mount", fmt.Sprint(n)))
+	for _, pr := range procs {
+		mustOK(t, "appender", pr.wait(t, 120*time.Second))
+	}
+	checkRecords(t, filepath.Join(root, name), []string{"run1", "run2", "mount"}, n)
+	if slots, _ := os.ReadDir(filepath.Join(cache, "slots")); len(slots) == 0 {
+		t.Errorf("the daemons did not take cache slots of their own")
+	}
+}
