@@ -19,6 +19,10 @@ import (
 // names up to 1024 bytes through, which no server would store.
 const maxName = 255
 
+// Stored: opening a remote file or directory has no side effect.
+func (f *file) Stored() bool { return true }
+func (d *dir) Stored() bool  { return true }
+
 func attrOf(info remote.Info) ns.Attr {
 	a := ns.Attr{Mode: info.Mode, Size: max(info.Size, 0), Mtime: info.Mtime, Atime: info.Atime,
 		Nlink: info.Nlink, Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}
@@ -247,6 +251,8 @@ var (
 	_ ns.Setattrer  = (*dir)(nil)
 	_ ns.Statfser   = (*dir)(nil)
 	_ ns.Statfser   = (*file)(nil)
+	_ ns.Stored     = (*file)(nil)
+	_ ns.Stored     = (*dir)(nil)
 )
 
 func (l *link) Attr(context.Context) (ns.Attr, error) { return attrOf(l.info), nil }

@@ -11,6 +11,19 @@ import (
 // asks for each one with a type assertion and answers EROFS, ENOTSUP or
 // EBADF when a node does not opt in.
 
+// Stored is implemented by stored files and directories: opening one has
+// no side effect (unlike a network name, whose open connects or binds),
+// so a door may open it for its own purposes (O_PATH, stat identity).
+type Stored interface {
+	Stored() bool
+}
+
+// IsStored reports whether n says it is a stored file or directory.
+func IsStored(n Node) bool {
+	s, ok := n.(Stored)
+	return ok && s.Stored()
+}
+
 // WriterAt is a seekable file handle's write side.
 type WriterAt interface {
 	WriteAt(ctx context.Context, p []byte, off int64) (int, error)

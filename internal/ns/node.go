@@ -23,6 +23,12 @@ type Caller struct {
 	// concurrent server needs it: only processes holding the server file
 	// may open its name again. nil means the door cannot tell (false).
 	Holds func(h Handle) bool
+
+	// ReleaseLag bounds how long after close(2) has returned the door
+	// may still be releasing the handle (FUSE sends RELEASE after close
+	// returns). A provider that refuses an open because a handle is
+	// still open waits this long for its release first.
+	ReleaseLag time.Duration
 }
 
 // HoldsHandle is c.Holds(h), false when the door cannot tell.

@@ -1,16 +1,15 @@
 package catch
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"reflect"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 
 	"wirefs/internal/ns"
+	"wirefs/internal/procfd"
 )
 
 // The private FUSE door serves a namespace of its own:
@@ -93,8 +92,7 @@ func (s *served) released(h ns.Handle) {
 }
 
 // holds reports whether thread tid's process has an fd on the door's inode
-// of h. Like the mounted door, it reads /proc/TID/fd links (no request to
-// the door) and the ino line of fdinfo.
+// of h (procfd, as the mounted door does).
 func (s *served) holds(tid uint32, h ns.Handle) bool {
 	if h == nil || !reflect.TypeOf(h).Comparable() {
 		return false
@@ -102,26 +100,11 @@ func (s *served) holds(tid uint32, h ns.Handle) bool {
 	s.mu.Lock()
 	ino, ok := s.inos[h]
 	s.mu.Unlock()
-	if !ok || tid == 0 {
+	if !ok {
 		return false
 	}
-	ents, err := os.ReadDir(procPath(tid, "fd"))
-	if err != nil {
-		return false
-	}
-	want := []byte("ino:\t" + strconv.FormatUint(ino, 10) + "\n")
-	prefix := s.mnt + "/" + pendingDir + "/"
-	for _, e := range ents {
-		target, err := os.Readlink(procPath(tid, "fd/"+e.Name()))
-		if err != nil || !strings.HasPrefix(target, prefix) {
-			continue
-		}
-		info, err := os.ReadFile(procPath(tid, "fdinfo/"+e.Name()))
-		if err == nil && bytes.Contains(info, want) {
-			return true
-		}
-	}
-	return false
+	_, found := procfd.Find(tid, s.mnt+"/"+pendingDir+"/", ino, "")
+	return found
 }
 
 // pendingDirNode is p/.

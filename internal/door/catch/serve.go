@@ -12,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	fusedoor "wirefs/internal/door/fuse"
 	"wirefs/internal/ns"
 )
 
@@ -284,7 +285,9 @@ const watchEvery = 20 * time.Millisecond
 
 func (s *server) caller(tid uint32) ns.Caller {
 	uid, gid, _ := creds(tid)
-	return ns.Caller{Pid: tid, Uid: uid, Gid: gid, Holds: func(h ns.Handle) bool { return s.served.holds(tid, h) }}
+	// Served handles live on the private FUSE door: its release lag.
+	return ns.Caller{Pid: tid, Uid: uid, Gid: gid, ReleaseLag: fusedoor.ReleaseLag,
+		Holds: func(h ns.Handle) bool { return s.served.holds(tid, h) }}
 }
 
 // fail answers with the errno of err and logs why.
@@ -350,7 +353,7 @@ func (s *server) open(n *notif, c call, w where) {
 		return
 	}
 	o, isOpener := node.(ns.Opener)
-	_, stored := node.(ns.Setattrer)
+	stored := ns.IsStored(node)
 	if flags&oPath != 0 {
 		// The kernel cannot hand over an O_PATH descriptor
 		// (SECCOMP_IOCTL_NOTIF_ADDFD answers EBADF), so directories
@@ -599,7 +602,7 @@ func (s *server) kernelIdentity(n *notif, c call, w where, buf []byte) {
 		return
 	}
 	o, ok := node.(ns.Opener)
-	if _, stored := node.(ns.Setattrer); !ok || !stored {
+	if !ok || !ns.IsStored(node) {
 		return
 	}
 	h, err := o.Open(s.ctx, s.caller(n.Pid), syscall.O_RDONLY)

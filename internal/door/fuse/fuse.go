@@ -451,13 +451,18 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 	return 0
 }
 
+// ReleaseLag bounds how long after close(2) returns the kernel may take
+// to send FUSE RELEASE for the descriptor (it is sent asynchronously).
+const ReleaseLag = 500 * time.Millisecond
+
 func (d *door) caller(ctx context.Context) ns.Caller {
 	c, ok := fuse.FromContext(ctx)
 	if !ok {
-		return ns.Caller{}
+		return ns.Caller{ReleaseLag: ReleaseLag}
 	}
 	pid := c.Pid
-	return ns.Caller{Pid: pid, Uid: c.Uid, Gid: c.Gid, Holds: func(h ns.Handle) bool { return d.holds(pid, h) }}
+	return ns.Caller{Pid: pid, Uid: c.Uid, Gid: c.Gid, ReleaseLag: ReleaseLag,
+		Holds: func(h ns.Handle) bool { return d.holds(pid, h) }}
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {

@@ -1,14 +1,11 @@
 package fuse
 
 import (
-	"bytes"
-	"os"
 	"reflect"
-	"strconv"
-	"strings"
 	"sync"
 
 	"wirefs/internal/ns"
+	"wirefs/internal/procfd"
 )
 
 // door is the state of one mount that answers ns.Caller.Holds: which
@@ -72,9 +69,8 @@ func (d *door) idle(ino uint64) bool {
 // holds reports whether process (or thread) pid has a descriptor open on
 // the inode where h was opened. While a handle is open its inode is its
 // own (Lookup gives a name a fresh inode when the old one is in use), so
-// the inode identifies the open file. It reads /proc/PID/fd links (no
-// request to this file system) and, for those under the mount, the ino
-// line of /proc/PID/fdinfo.
+// the inode identifies the open file. The descriptor found is remembered
+// as the next check's hint.
 func (d *door) holds(pid uint32, h ns.Handle) bool {
 	if pid == 0 || !comparable(h) {
 		return false
@@ -82,37 +78,18 @@ func (d *door) holds(pid uint32, h ns.Handle) bool {
 	key := holdKey{pid, h}
 	d.mu.Lock()
 	ino, ok := d.inos[h]
-	hint, hinted := d.hints[key]
+	hint := d.hints[key]
 	d.mu.Unlock()
 	if !ok {
 		return false
 	}
-	dir := "/proc/" + strconv.FormatUint(uint64(pid), 10)
-	want := []byte("ino:\t" + strconv.FormatUint(ino, 10) + "\n")
-	has := func(fd string) bool {
-		target, err := os.Readlink(dir + "/fd/" + fd)
-		if err != nil || !strings.HasPrefix(target, d.mnt+"/") {
-			return false
+	fd, found := procfd.Find(pid, d.mnt+"/", ino, hint)
+	if found && fd != hint {
+		d.mu.Lock()
+		if _, open := d.inos[h]; open {
+			d.hints[key] = fd
 		}
-		info, err := os.ReadFile(dir + "/fdinfo/" + fd)
-		return err == nil && bytes.Contains(info, want)
+		d.mu.Unlock()
 	}
-	if hinted && has(hint) {
-		return true
-	}
-	ents, err := os.ReadDir(dir + "/fd")
-	if err != nil {
-		return false
-	}
-	for _, e := range ents {
-		if has(e.Name()) {
-			d.mu.Lock()
-			if _, open := d.inos[h]; open {
-				d.hints[key] = e.Name()
-			}
-			d.mu.Unlock()
-			return true
-		}
-	}
-	return false
+	return found
 }

@@ -211,20 +211,16 @@ func addrPortOf(a net.Addr) netip.AddrPort {
 	return netip.AddrPort{}
 }
 
-// releaseGrace bounds how long an open waits for a bound server whose
-// caller does not hold it to go away. The kernel sends FUSE RELEASE after
-// close(2) has returned, so `exec 3<&-; exec 3< tcp/8000` can find the old
-// server still bound for a moment; the open then binds anew.
-const releaseGrace = 500 * time.Millisecond
-
 // errRebind tells an opener that the server it found has closed.
 var errRebind = errors.New("server closed: bind again")
 
 // awaitRelease waits, for a caller that does not hold a bound server's
-// file, until the server closes (errRebind) or the grace period ends
-// (EACCES: someone else serves the port).
-func awaitRelease(ctx context.Context, done <-chan struct{}, name string, opener uint32) error {
-	t := time.NewTimer(releaseGrace)
+// file, until the server closes (errRebind) or the door's release lag
+// ends (EACCES: someone else serves the port). `exec 3<&-; exec 3<
+// tcp/8000` can find the old server still bound for a moment, because
+// the door releases it after close(2) returned; the open then binds anew.
+func awaitRelease(ctx context.Context, c ns.Caller, done <-chan struct{}, name string, opener uint32) error {
+	t := time.NewTimer(c.ReleaseLag)
 	defer t.Stop()
 	select {
 	case <-done:

@@ -213,7 +213,7 @@ func (l *tcpListener) close() {
 // process that holds the server file, accepts the next client.
 func (l *tcpListener) reopen(ctx context.Context, name string, explicit bool, c ns.Caller) (ns.Handle, error) {
 	if !c.HoldsHandle(l.handle) {
-		return nil, awaitRelease(ctx, l.done, "tcp/"+name, l.opener)
+		return nil, awaitRelease(ctx, c, l.done, "tcp/"+name, l.opener)
 	}
 	conn, err := l.accept(ctx)
 	if err != nil {

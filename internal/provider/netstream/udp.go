@@ -197,7 +197,7 @@ func (s *udpServer) sendTo(ctx context.Context, p []byte, to netip.AddrPort) (in
 // processes that hold the server file.
 func (s *udpServer) reopen(ctx context.Context, name string, c ns.Caller) (ns.Handle, error) {
 	if !c.HoldsHandle(s.handle) {
-		return nil, awaitRelease(ctx, s.done, "udp/"+name, s.opener)
+		return nil, awaitRelease(ctx, c, s.done, "udp/"+name, s.opener)
 	}
 	dest := s.lastPeer()
 	if !dest.IsValid() {
