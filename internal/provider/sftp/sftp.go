@@ -2,9 +2,10 @@
 // golang.org/x/crypto/ssh, configured like the ssh command from the
 // caller's ~/.ssh (config, keys, known_hosts) and ssh-agent.
 //
-// Paths are absolute on the server. Stat follows symbolic links, as sshfs
-// shows them by default; so does List, so that both agree (a dangling
-// link stays os.ModeSymlink).
+// Paths are absolute on the server. Stat and List do not follow symbolic
+// links (lstat): a link is os.ModeSymlink, and Readlink says where it
+// points. Errors carry the errno OpenSSH's vague status codes leave out
+// (errors.go).
 package sftp
 
 import (
@@ -15,7 +16,9 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,9 +38,15 @@ const (
 )
 
 var (
-	_ remote.Dialer  = Dial
-	_ remote.Backend = (*backend)(nil)
-	_ remote.Writer  = (*backend)(nil)
+	_ remote.Dialer    = Dial
+	_ remote.Backend   = (*backend)(nil)
+	_ remote.Writer    = (*backend)(nil)
+	_ remote.Chtimer   = (*backend)(nil)
+	_ remote.Chowner   = (*backend)(nil)
+	_ remote.Symlinker = (*backend)(nil)
+	_ remote.Linker    = (*backend)(nil)
+	_ remote.Statfser  = (*backend)(nil)
+	_ remote.Patcher   = (*backend)(nil)
 )
 
 // backend is one session: a connection that is replaced when it dies.
@@ -47,6 +56,10 @@ type backend struct {
 	log            *slog.Logger
 	timeout        time.Duration
 	connectTimeout time.Duration
+
+	// nameMax is the longest name the server takes, from its last
+	// Statfs answer; 0 until then (defaultNameMax).
+	nameMax atomic.Uint32
 
 	life context.Context // ends at Close: stops a dial in progress
 	end  context.CancelFunc
@@ -144,13 +157,22 @@ func (b *backend) Close() error {
 	return nil
 }
 
-// do runs op on a live connection; see run.
+// do runs op on p on a live connection; see run.
 func (b *backend) do(ctx context.Context, what, p string, op func(c *conn) error) error {
+	return b.doOn(ctx, what, p, []string{p}, op)
+}
+
+// doOn is do for an operation on several paths, which messages name as
+// where. Names the server would refuse are refused before connecting.
+func (b *backend) doOn(ctx context.Context, what, where string, paths []string, op func(c *conn) error) error {
+	if err := b.checkNames(what, where, paths); err != nil {
+		return err
+	}
 	c, err := b.conn(ctx)
 	if err != nil {
 		return err
 	}
-	return b.run(ctx, c, what, p, func() error { return op(c) })
+	return b.run(ctx, c, what, where, func() error { return op(c) })
 }
 
 // run runs op, which sends requests on c. pkg/sftp requests cannot be
@@ -201,6 +223,8 @@ func (b *backend) fail(c *conn, what, p string, err error) error {
 		return ns.Errorf(syscall.ENOENT, "%s: no such file or directory", where)
 	case errors.Is(err, os.ErrPermission):
 		return ns.Errorf(syscall.EACCES, "%s: permission denied", where)
+	case isBadMessage(err):
+		return ns.Errorf(syscall.EINVAL, "%s: invalid argument", where)
 	case errors.Is(err, sftp.ErrSSHFxOpUnsupported):
 		return ns.Errorf(syscall.ENOTSUP, "%s: the server does not support it", where)
 	case errors.As(err, &st) && st.FxCode() == sftp.ErrSSHFxOpUnsupported:
@@ -215,25 +239,27 @@ func (b *backend) fail(c *conn, what, p string, err error) error {
 	return ns.Errorf(why.Errno, "%s: %s", where, why.Msg)
 }
 
-// isFailure reports the catch-all status SSH_FX_FAILURE, which OpenSSH
-// sends for every errno without a code of its own (EEXIST, ENOTEMPTY,
-// ENOSPC, EISDIR...).
-func isFailure(err error) bool {
-	var st *sftp.StatusError
-	return errors.As(err, &st) && st.FxCode() == sftp.ErrSSHFxFailure
-}
-
+// toInfo converts pkg/sftp's attributes (mode with the setuid, setgid
+// and sticky bits, times in seconds, numeric owner).
 func toInfo(fi os.FileInfo) remote.Info {
-	return remote.Info{Name: fi.Name(), Mode: fi.Mode(), Size: fi.Size(), Mtime: fi.ModTime()}
+	info := remote.Info{Name: fi.Name(), Mode: fi.Mode(), Size: fi.Size(), Mtime: fi.ModTime()}
+	if st, ok := fi.Sys().(*sftp.FileStat); ok {
+		info.Atime = st.AccessTime()
+		info.Owner = &remote.Owner{Uid: st.UID, Gid: st.GID}
+	}
+	return info
 }
 
+// Stat returns the attributes of p itself, a symbolic link included.
 func (b *backend) Stat(ctx context.Context, p string) (remote.Info, error) {
 	var info remote.Info
 	err := b.do(ctx, "stat", p, func(c *conn) error {
-		fi, err := c.sftp.Stat(p)
+		fi, err := c.sftp.Lstat(p)
 		if err == nil {
 			info = toInfo(fi)
 		}
+		// No look at the ancestors on ENOENT: a negative lookup is
+		// common, and the kernel never looks below a file.
 		return err
 	})
 	if err != nil {
@@ -256,22 +282,11 @@ func (b *backend) List(ctx context.Context, p string) ([]remote.Info, error) {
 		if err != nil {
 			return err
 		}
+		// OpenSSH lists the attributes of lstat(2), like Stat.
 		list = make([]remote.Info, len(entries))
-		// Follow symbolic links like Stat does, all at once: the
-		// requests are pipelined on the connection.
-		var wg sync.WaitGroup
 		for i, fi := range entries {
 			list[i] = toInfo(fi)
-			if fi.Mode()&os.ModeSymlink != 0 {
-				wg.Go(func() {
-					if target, err := c.sftp.Stat(path.Join(p, fi.Name())); err == nil {
-						list[i] = toInfo(target)
-						list[i].Name = fi.Name()
-					}
-				})
-			}
 		}
-		wg.Wait()
 		return nil
 	})
 	if err != nil {
@@ -281,60 +296,81 @@ func (b *backend) List(ctx context.Context, p string) ([]remote.Info, error) {
 }
 
 func (b *backend) Store(ctx context.Context, p string, r io.Reader, size int64, perm os.FileMode) error {
-	src := &source{r: r, size: size, ctx: ctx}
-	if size >= 0 {
-		src.r = io.LimitReader(r, size)
-	}
+	src := newSource(ctx, r, size)
 	// The transfer may outlive a cancelled Store: stop it reading r.
 	defer src.stop()
 	return b.do(ctx, "store", p, func(c *conn) error {
-		f, err := c.sftp.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
-		created := err == nil
-		if isFailure(err) { // it exists: replace its contents
-			f, err = c.sftp.OpenFile(p, os.O_WRONLY|os.O_TRUNC)
-		}
+		f, created, err := b.openStore(c, p)
 		if err != nil {
 			return err
 		}
 		if created {
+			// Exactly perm, special bits included: the server's open
+			// applied its umask.
 			if err := f.Chmod(perm); err != nil {
 				f.Close()
 				return err
 			}
 		}
-		n, err := f.ReadFrom(src)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		switch {
-		case err == nil && size >= 0 && n < size:
-			return ns.Errorf(syscall.EIO, "sftp: store %s:%s: the data ended after %d of %d bytes", b.h.name(), p, n, size)
-		case src.failed(err): // not the server's fault: keep the connection
-			return ns.Errorf(ns.Errno(err), "sftp: store %s:%s: reading the data: %v", b.h.name(), p, err)
-		case isFailure(err):
-			return b.noSpace(c, p, size-n, err)
-		}
-		return err
+		return b.fill(c, "store", p, f, src, size, nil)
 	})
 }
 
-// noSpace tells a full disk from another failure of a write, which
-// OpenSSH reports alike: ENOSPC when the server's file system has less
-// room than what was left to write.
-func (b *backend) noSpace(c *conn, p string, left int64, err error) error {
-	left = max(left, packetSize)
-	if st, serr := c.sftp.StatVFS(path.Dir(p)); serr == nil && st.Bavail*st.Frsize < uint64(left) {
-		return ns.Errorf(syscall.ENOSPC, "sftp: store %s:%s: no space left on the server (%d bytes free)",
-			b.h.name(), p, st.Bavail*st.Frsize)
+// openStore opens p for writing from its start: a new file, or else the
+// existing one, truncated.
+func (b *backend) openStore(c *conn, p string) (f *sftp.File, created bool, err error) {
+	f, err = c.sftp.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+	if err == nil {
+		return f, true, nil
+	}
+	if !isFailure(err) { // not EEXIST
+		return nil, false, b.explain(c, "store", p, creates, err)
+	}
+	f, terr := c.sftp.OpenFile(p, os.O_WRONLY|os.O_TRUNC)
+	switch {
+	case terr == nil:
+		return f, false, nil
+	case errors.Is(terr, os.ErrNotExist): // then the first failure was not EEXIST
+		return nil, false, b.explain(c, "store", p, creates, err)
+	}
+	return nil, false, b.explain(c, "store", p, opens, terr)
+}
+
+// fill writes size bytes of src (size < 0: all of it) to the open file f
+// and closes f; last, if not nil, runs on f after the data.
+func (b *backend) fill(c *conn, what, p string, f *sftp.File, src *source, size int64, last func(*sftp.File) error) error {
+	n, err := f.ReadFrom(src)
+	if err == nil && last != nil {
+		err = last(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && size >= 0 && n < size {
+		return b.errorf(syscall.EIO, what, p, "the data ended after %d of %d bytes", n, size)
+	}
+	return b.writeFailure(c, what, p, src, size-n, err)
+}
+
+// writeFailure explains the failure err of a write of src to p, left
+// bytes before its end.
+func (b *backend) writeFailure(c *conn, what, p string, src *source, left int64, err error) error {
+	switch {
+	case src.failed(err): // not the server's fault: keep the connection
+		return b.errorf(ns.Errno(err), what, p, "reading the data: %v", err)
+	case isFailure(err):
+		return b.fsFailure(c, what, p, path.Dir(p), left, err)
 	}
 	return err
 }
 
-// source is Store's reader. Its Size tells pkg/sftp how many writes it
-// may send at once; it ends the transfer when ctx ends, and after stop it
-// never touches the caller's reader again.
+// source is the data of Store, Append (Read) and Patch (ReadAt). Its
+// Size tells pkg/sftp how many writes it may send at once; it ends the
+// transfer when ctx ends, and after stop it never touches the caller's
+// reader again.
 type source struct {
 	r    io.Reader
+	ra   io.ReaderAt
 	size int64 // -1: unknown
 	ctx  context.Context
 
@@ -343,11 +379,40 @@ type source struct {
 	err     error // the error of r or ctx that ended the transfer
 }
 
+// newSource reads size bytes of r (size < 0: all of it).
+func newSource(ctx context.Context, r io.Reader, size int64) *source {
+	s := &source{r: r, size: size, ctx: ctx}
+	if size >= 0 {
+		s.r = io.LimitReader(r, size)
+	}
+	return s
+}
+
 func (s *source) Read(p []byte) (int, error) {
+	return s.read(func() (int, error) { return s.r.Read(p) })
+}
+
+// ReadAt reads all of p or fails: a short read means the caller's data
+// ends before the range it named.
+func (s *source) ReadAt(p []byte, off int64) (int, error) {
+	return s.read(func() (int, error) {
+		n, err := s.ra.ReadAt(p, off)
+		switch {
+		case n == len(p):
+			return n, nil
+		case err == nil || err == io.EOF:
+			err = io.ErrUnexpectedEOF
+		}
+		return n, err
+	})
+}
+
+// read runs one read of the caller's reader, unless the transfer ended.
+func (s *source) read(read func() (int, error)) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err == nil && s.stopped {
-		s.err = errors.New("store abandoned")
+		s.err = errors.New("transfer abandoned")
 	}
 	if s.err == nil {
 		s.err = s.ctx.Err()
@@ -355,7 +420,7 @@ func (s *source) Read(p []byte) (int, error) {
 	if s.err != nil {
 		return 0, s.err
 	}
-	n, err := s.r.Read(p)
+	n, err := read()
 	if err != nil && err != io.EOF {
 		s.err = err
 	}
@@ -372,7 +437,7 @@ func (s *source) failed(err error) bool {
 	return s.err != nil && errors.Is(err, s.err)
 }
 
-// stop waits for a Read in progress and makes later ones fail.
+// stop waits for a read in progress and makes later ones fail.
 func (s *source) stop() {
 	s.mu.Lock()
 	s.stopped = true
@@ -381,16 +446,11 @@ func (s *source) stop() {
 
 func (b *backend) Mkdir(ctx context.Context, p string, perm os.FileMode) error {
 	return b.do(ctx, "mkdir", p, func(c *conn) error {
-		err := c.sftp.Mkdir(p)
-		if isFailure(err) {
-			if _, serr := c.sftp.Lstat(p); serr == nil {
-				return ns.Errorf(syscall.EEXIST, "sftp: mkdir %s:%s: file exists", b.h.name(), p)
-			}
+		if err := c.sftp.Mkdir(p); err != nil {
+			return b.explain(c, "mkdir", p, creates, err)
 		}
-		if err != nil {
-			return err
-		}
-		// SFTP's mkdir takes the server's umask; set what was asked.
+		// SFTP's mkdir takes the server's umask; set what was asked,
+		// special bits included.
 		return c.sftp.Chmod(p, perm)
 	})
 }
@@ -400,13 +460,13 @@ func (b *backend) Remove(ctx context.Context, p string) error {
 		// pkg/sftp's Remove also removes an empty directory, which
 		// unlink(2) must not.
 		fi, err := c.sftp.Lstat(p)
-		if err != nil {
-			return err
+		if err == nil && fi.IsDir() {
+			return b.errorf(syscall.EISDIR, "remove", p, "is a directory")
 		}
-		if fi.IsDir() {
-			return ns.Errorf(syscall.EISDIR, "sftp: remove %s:%s: is a directory", b.h.name(), p)
+		if err == nil {
+			err = c.sftp.Remove(p)
 		}
-		return c.sftp.Remove(p)
+		return b.explain(c, "remove", p, changes, err)
 	})
 }
 
@@ -416,34 +476,65 @@ func (b *backend) Rmdir(ctx context.Context, p string) error {
 		if !isFailure(err) && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
-		// Why did it fail? OpenSSH does not say: a full directory is a
-		// "failure", a file "no such file".
-		if fi, serr := c.sftp.Lstat(p); serr == nil && !fi.IsDir() {
-			return ns.Errorf(syscall.ENOTDIR, "sftp: rmdir %s:%s: not a directory", b.h.name(), p)
+		// OpenSSH says "failure" for a full directory, "no such file"
+		// for a file.
+		fi, serr := c.sftp.Lstat(p)
+		switch {
+		case serr == nil && !fi.IsDir():
+			return b.errorf(syscall.ENOTDIR, "rmdir", p, "not a directory")
+		case serr == nil && nonEmpty(c, p):
+			return b.errorf(syscall.ENOTEMPTY, "rmdir", p, "directory not empty")
 		}
-		if entries, lerr := c.sftp.ReadDir(p); lerr == nil && len(entries) > 0 {
-			return ns.Errorf(syscall.ENOTEMPTY, "sftp: rmdir %s:%s: directory not empty", b.h.name(), p)
-		}
-		return err
+		return b.explain(c, "rmdir", p, changes, err)
 	})
 }
 
 // Rename replaces an existing target like rename(2) when the server has
-// posix-rename@openssh.com; plain SFTP rename refuses to.
+// posix-rename@openssh.com; plain SFTP rename refuses to (EEXIST).
 func (b *backend) Rename(ctx context.Context, from, to string) error {
-	return b.do(ctx, "rename", from+" to "+to, func(c *conn) error {
+	where := from + " to " + to
+	return b.doOn(ctx, "rename", where, []string{from, to}, func(c *conn) error {
+		var err error
 		if c.posixRename {
-			return c.sftp.PosixRename(from, to)
+			err = c.sftp.PosixRename(from, to)
+		} else {
+			err = c.sftp.Rename(from, to)
 		}
-		return c.sftp.Rename(from, to)
+		if err == nil {
+			return nil
+		}
+		return b.renameFailure(c, where, from, to, err)
 	})
 }
 
-func (b *backend) Chmod(ctx context.Context, p string, perm os.FileMode) error {
-	return b.do(ctx, "chmod", p, func(c *conn) error { return c.sftp.Chmod(p, perm) })
-}
-
-// Chtimes sets p's access and modification times to mtime.
-func (b *backend) Chtimes(ctx context.Context, p string, mtime time.Time) error {
-	return b.do(ctx, "chtimes", p, func(c *conn) error { return c.sftp.Chtimes(p, mtime, mtime) })
+// renameFailure finds why OpenSSH refused to rename from to to, in the
+// order rename(2) checks.
+func (b *backend) renameFailure(c *conn, where, from, to string, err error) error {
+	notFound := errors.Is(err, os.ErrNotExist) // ENOENT or ENOTDIR
+	if !notFound && !isFailure(err) {
+		return err
+	}
+	src, serr := c.sftp.Lstat(from)
+	dst, derr := c.sftp.Lstat(to)
+	switch {
+	case serr != nil && notDir(c, from):
+		return b.errorf(syscall.ENOTDIR, "rename", where, "not a directory")
+	case serr != nil:
+		return err
+	case derr == nil && dst.IsDir() && !src.IsDir():
+		return b.errorf(syscall.EISDIR, "rename", where, "is a directory")
+	case derr == nil && !dst.IsDir() && src.IsDir(), derr != nil && notDir(c, to):
+		return b.errorf(syscall.ENOTDIR, "rename", where, "not a directory")
+	case notFound:
+		return err
+	case derr == nil && dst.IsDir() && nonEmpty(c, to):
+		return b.errorf(syscall.ENOTEMPTY, "rename", where, "directory not empty")
+	case src.IsDir() && strings.HasPrefix(to, from+"/"):
+		return b.errorf(syscall.EINVAL, "rename", where, "a directory cannot move into itself")
+	case derr == nil && !c.posixRename:
+		return b.errorf(syscall.EEXIST, "rename", where, "the server has no posix-rename@openssh.com, and its rename does not replace")
+	case crossDevice(c, from, to):
+		return b.errorf(syscall.EXDEV, "rename", where, "the names are on different file systems of the server")
+	}
+	return b.fsFailure(c, "rename", where, path.Dir(to), 0, err)
 }
