@@ -49,10 +49,11 @@ const (
 	dotlTrunc = 0x200 // Tlopen/Tlcreate O_TRUNC
 )
 
-var statMask = p9.AttrMask{Mode: true, Size: true, MTime: true}
+var statMask = p9.AttrMask{Mode: true, Size: true, MTime: true, ATime: true, UID: true, GID: true, NLink: true}
 
 // Backend is a session with one 9P2000.L server. It implements
-// remote.Backend and remote.Writer.
+// remote.Backend, remote.Writer and the optional interfaces of links,
+// owners, times, statfs and partial writes.
 type Backend struct {
 	addr           string // host:port
 	user           attachUser
@@ -70,8 +71,15 @@ type Backend struct {
 }
 
 var (
-	_ remote.Dialer = Dial
-	_ remote.Writer = (*Backend)(nil)
+	_ remote.Dialer    = Dial
+	_ remote.Backend   = (*Backend)(nil)
+	_ remote.Writer    = (*Backend)(nil)
+	_ remote.Chtimer   = (*Backend)(nil)
+	_ remote.Chowner   = (*Backend)(nil)
+	_ remote.Symlinker = (*Backend)(nil)
+	_ remote.Linker    = (*Backend)(nil)
+	_ remote.Statfser  = (*Backend)(nil)
+	_ remote.Patcher   = (*Backend)(nil)
 )
 
 // Dial connects to server ("[user@]host[:port]", port 564 by default) and
@@ -321,7 +329,11 @@ func walkQID(from p9.File, names []string) (p9.File, p9.QID, error) {
 		if len(qids) < n {
 			// A partial walk: a later name is missing, and the new fid
 			// was not created (clunking it just returns an error).
+			// Below a file, it is missing because that is no directory.
 			nf.Close()
+			if len(qids) > 0 && qids[len(qids)-1].Type&p9.TypeDir == 0 {
+				return nil, last, linux.ENOTDIR
+			}
 			return nil, last, linux.ENOENT
 		}
 		if n > 0 {
@@ -346,17 +358,29 @@ func withFile(root p9.File, names []string, fn func(p9.File) error) error {
 	return fn(f)
 }
 
+// statFile returns the attributes of f itself: a walk never follows a
+// symbolic link, so this is lstat.
 func statFile(f p9.File, name string) (remote.Info, error) {
-	_, _, a, err := f.GetAttr(statMask)
+	_, valid, a, err := f.GetAttr(statMask)
 	if err != nil {
 		return remote.Info{}, err
 	}
-	return remote.Info{
+	info := remote.Info{
 		Name:  name,
 		Mode:  osMode(a.Mode),
 		Size:  int64(a.Size),
 		Mtime: time.Unix(int64(a.MTimeSeconds), int64(a.MTimeNanoSeconds)),
-	}, nil
+	}
+	if valid.ATime {
+		info.Atime = time.Unix(int64(a.ATimeSeconds), int64(a.ATimeNanoSeconds))
+	}
+	if valid.NLink {
+		info.Nlink = uint32(a.NLink)
+	}
+	if valid.UID && valid.GID {
+		info.Owner = &remote.Owner{Uid: uint32(a.UID), Gid: uint32(a.GID)}
+	}
+	return info, nil
 }
 
 // osMode converts a Linux st_mode to an os.FileMode.
@@ -732,42 +756,59 @@ func (b *Backend) Rename(ctx context.Context, from, to string) error {
 	return err
 }
 
-// Chmod sets the permission bits of p.
+// Chmod sets the permission bits of p, setuid, setgid and sticky
+// included.
 func (b *Backend) Chmod(ctx context.Context, p string, perm os.FileMode) error {
-	_, err := call(ctx, b, "chmod", p, true, func(s *session) (struct{}, error) {
+	return b.onFile(ctx, "chmod", p, errAbove, func(f p9.File) error { return chmod(f, perm) })
+}
+
+// Chtimes sets the access and modification times of p.
+func (b *Backend) Chtimes(ctx context.Context, p string, atime, mtime time.Time) error {
+	return b.onFile(ctx, "chtimes", p, errAbove, func(f p9.File) error {
+		return f.SetAttr(p9.SetAttrMask{ATime: true, MTime: true, ATimeNotSystemTime: true, MTimeNotSystemTime: true},
+			p9.SetAttr{
+				ATimeSeconds: uint64(atime.Unix()), ATimeNanoSeconds: uint64(atime.Nanosecond()),
+				MTimeSeconds: uint64(mtime.Unix()), MTimeNanoSeconds: uint64(mtime.Nanosecond()),
+			})
+	})
+}
+
+// Chown sets p's numeric owner and group; -1 keeps one.
+func (b *Backend) Chown(ctx context.Context, p string, uid, gid int) error {
+	return b.onFile(ctx, "chown", p, errAbove, func(f p9.File) error {
+		mask := p9.SetAttrMask{UID: uid >= 0, GID: gid >= 0}
+		if mask.Empty() {
+			return nil // the walk found p: chown(p, -1, -1) has nothing more to do
+		}
+		return f.SetAttr(mask, p9.SetAttr{UID: p9.UID(uid), GID: p9.GID(gid)})
+	})
+}
+
+// errAbove is the errno of a change to a directory above every export,
+// which only lists the exports below it.
+const errAbove = syscall.EACCES
+
+// onFile runs fn on a fid of p (the attach root itself when p is one),
+// for operations that leave the fid as it is. Above every export there
+// is no fid: the call fails with above.
+func (b *Backend) onFile(ctx context.Context, op, p string, above syscall.Errno, fn func(p9.File) error) error {
+	_, err := call(ctx, b, op, p, true, func(s *session) (struct{}, error) {
 		pl, err := b.locate(s, p)
 		if err != nil {
 			return struct{}{}, err
 		}
 		if pl.root == nil {
-			return struct{}{}, ns.Errorf(syscall.EACCES, "9P server %s: %s is above every export and cannot be changed", b.addr, p)
+			return struct{}{}, ns.Errorf(above, "9P server %s: %s %s: the directory is above every export", b.addr, op, p)
 		}
-		return struct{}{}, withFile(pl.root, pl.names, func(f p9.File) error { return chmod(f, perm) })
+		return struct{}{}, withFile(pl.root, pl.names, fn)
 	}, nil)
 	return err
 }
 
-// Chtimes sets the access and modification times of p to mtime.
-func (b *Backend) Chtimes(ctx context.Context, p string, mtime time.Time) error {
-	_, err := call(ctx, b, "chtimes", p, true, func(s *session) (struct{}, error) {
-		pl, err := b.locate(s, p)
-		if err != nil {
-			return struct{}{}, err
-		}
-		if pl.root == nil {
-			return struct{}{}, ns.Errorf(syscall.EACCES, "9P server %s: %s is above every export and cannot be changed", b.addr, p)
-		}
-		sec, nsec := uint64(mtime.Unix()), uint64(mtime.Nanosecond())
-		return struct{}{}, withFile(pl.root, pl.names, func(f p9.File) error {
-			return f.SetAttr(p9.SetAttrMask{ATime: true, MTime: true, ATimeNotSystemTime: true, MTimeNotSystemTime: true},
-				p9.SetAttr{ATimeSeconds: sec, ATimeNanoSeconds: nsec, MTimeSeconds: sec, MTimeNanoSeconds: nsec})
-		})
-	}, nil)
-	return err
-}
-
+// chmod sets f's whole mode, past the library's mask (see fullMode).
 func chmod(f p9.File, perm os.FileMode) error {
-	return f.SetAttr(p9.SetAttrMask{Permissions: true}, p9.SetAttr{Permissions: unixPerm(perm)})
+	mode := unixPerm(perm)
+	return f.SetAttr(p9.SetAttrMask{Permissions: true}, p9.SetAttr{Permissions: mode, Size: fullMode(mode)})
 }
 
 // Store replaces the contents of p with size bytes from r, creating p with
@@ -805,21 +846,32 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 	if err != nil {
 		return err
 	}
-	if err := b.write(ctx, t.s, t.f, p, r, size); err != nil {
+	if err := b.write(ctx, t.s, t.f, p, r, 0, size); err != nil {
 		go t.f.Close() // may wait for a stalled server; the error is what matters
 		return err
 	}
-	_, err = async(ctx, func() (struct{}, error) {
-		err := t.f.FSync()
-		if err == nil && t.created {
-			err = chmod(t.f, perm) // exactly perm, whatever the server's umask
+	return b.finish(ctx, t.s, t.f, p, func(f p9.File) error {
+		if t.created {
+			return chmod(f, perm) // exactly perm, whatever the server's umask
+		}
+		return nil
+	})
+}
+
+// finish syncs the open file f, runs then on it (nil: nothing), and
+// closes it; f is closed whatever happens.
+func (b *Backend) finish(ctx context.Context, s *session, f p9.File, p string, then func(p9.File) error) error {
+	_, err := async(ctx, func() (struct{}, error) {
+		err := f.FSync()
+		if err == nil && then != nil {
+			err = then(f)
 		}
 		if err == nil {
-			err = t.f.Close()
+			err = f.Close()
 		} else {
-			t.f.Close()
+			f.Close()
 		}
-		return struct{}{}, b.classify(t.s, err, "sync", p)
+		return struct{}{}, b.classify(s, err, "sync", p)
 	}, nil)
 	return err
 }
@@ -828,18 +880,18 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 // (which the library splits into Twrites of the negotiated size).
 const storeChunk = 1 << 20
 
-// write copies size bytes from r to the open file f.
-func (b *Backend) write(ctx context.Context, s *session, f p9.File, p string, r io.Reader, size int64) error {
-	var off int64
+// write copies the bytes [off, end) from r, which is at off, to the same
+// offsets of the open file f.
+func (b *Backend) write(ctx context.Context, s *session, f p9.File, p string, r io.Reader, off, end int64) error {
 	var buf []byte
-	for off < size {
+	for off < end {
 		// A fresh buffer after a cancel is never needed: we return.
 		if buf == nil {
-			buf = make([]byte, min(size, storeChunk))
+			buf = make([]byte, min(end-off, storeChunk))
 		}
-		chunk := buf[:min(int64(len(buf)), size-off)]
+		chunk := buf[:min(int64(len(buf)), end-off)]
 		if n, err := io.ReadFull(r, chunk); err != nil {
-			return ns.Errorf(syscall.EIO, "9P store %s: the data ended after %d of %d bytes: %v", p, off+int64(n), size, err)
+			return ns.Errorf(syscall.EIO, "9P store %s: the data ended at %d of [%d, %d): %v", p, off+int64(n), off, end, err)
 		}
 		at := off
 		if _, err := async(ctx, func() (struct{}, error) {

@@ -18,6 +18,10 @@ const (
 	msgTversion = 100
 	msgRversion = 101
 	msgTattach  = 104
+	msgTsetattr = 26
+	// tsetattrLen is the length of every Tsetattr: fid, valid, mode,
+	// uid, gid, size, and two times of two 64-bit fields.
+	tsetattrLen = headerLen + 5*4 + 5*8
 	// maxRewritten bounds the messages the outbound rewriter holds whole
 	// (Tversion and Tattach carry two short strings at most).
 	maxRewritten = 1 << 16
@@ -71,14 +75,16 @@ type attachUser struct {
 }
 
 // attachRewriter passes the p9 client's outbound byte stream through,
-// message by message, rewriting two messages the library gets wrong for
-// diod:
+// message by message, rewriting three messages the library gets wrong
+// for diod:
 //   - Tversion: the library asks for "9P2000.L.Google.7" and expects
 //     EAGAIN to step down; diod answers EIO. We ask for plain "9P2000.L"
 //     (the msize, negotiated beforehand by handshake, is kept).
 //   - Tattach: the library always sends an empty uname and n_uname =
 //     NoUID; we send the session's user, so the server checks permissions
 //     as that user.
+//   - Tsetattr: the library masks the mode to 01777, dropping setuid and
+//     setgid; fullMode carries the whole mode to the rewriter (see there).
 //
 // Every other message is forwarded as written, without copying; its
 // header is held back only until the first piece of its body, so that
@@ -143,7 +149,7 @@ func (r *attachRewriter) startMessage() error {
 		return fmt.Errorf("9P client wrote a message of impossible size %d", size)
 	}
 	switch r.held[4] {
-	case msgTversion, msgTattach:
+	case msgTversion, msgTattach, msgTsetattr:
 		if size > maxRewritten {
 			return fmt.Errorf("9P client wrote an oversized message of type %d (%d bytes)", r.held[4], size)
 		}
@@ -170,9 +176,12 @@ func (r *attachRewriter) flushHeaderOnly() error {
 	return err
 }
 
-// rewriteMessage returns msg (a whole Tversion or Tattach) as diod
-// should see it. It never changes the tag or fids.
+// rewriteMessage returns msg (a whole Tversion, Tattach or Tsetattr) as
+// diod should see it. It never changes the tag or fids.
 func rewriteMessage(msg []byte, u attachUser) ([]byte, error) {
+	if msg[4] == msgTsetattr {
+		return rewriteSetattr(msg)
+	}
 	d := decoder{b: msg[headerLen:]}
 	out := append([]byte(nil), msg[:headerLen]...)
 	switch msg[4] {
@@ -201,6 +210,42 @@ func rewriteMessage(msg []byte, u attachUser) ([]byte, error) {
 		return nil, fmt.Errorf("9P message type %d is not rewritten", msg[4])
 	}
 	binary.LittleEndian.PutUint32(out, uint32(len(out)))
+	return out, nil
+}
+
+// Tsetattr's valid bits for the mode and the size.
+const (
+	setattrMode = 0x1
+	setattrSize = 0x8
+)
+
+// fullModeMark marks a Tsetattr size field that carries a whole mode: the
+// high half is the mark, the low half the mode (see fullMode).
+const fullModeMark = 0x6d6f6465 << 32 // "mode"
+
+// fullMode returns the size field that carries mode, setuid and setgid
+// included, past the library, which masks Tsetattr's mode to 01777: the
+// server reads the size only when valid says so, and rewriteSetattr
+// moves the mode back where it belongs before the server sees it.
+func fullMode(mode p9.FileMode) uint64 { return fullModeMark | uint64(mode) }
+
+// rewriteSetattr puts the whole mode that fullMode carried in the size
+// field of a Tsetattr that sets the mode and not the size back in the
+// mode field, and clears the size. Any other Tsetattr passes unchanged.
+func rewriteSetattr(msg []byte) ([]byte, error) {
+	if len(msg) != tsetattrLen {
+		return nil, fmt.Errorf("9P client wrote a Tsetattr of %d bytes, not %d", len(msg), tsetattrLen)
+	}
+	body := msg[headerLen:]
+	valid := binary.LittleEndian.Uint32(body[4:])
+	sizeField := body[20:28]
+	carried := binary.LittleEndian.Uint64(sizeField)
+	if valid&setattrMode == 0 || valid&setattrSize != 0 || carried&^0xffffffff != fullModeMark {
+		return msg, nil
+	}
+	out := append([]byte(nil), msg...)
+	binary.LittleEndian.PutUint32(out[headerLen+8:], uint32(carried))
+	binary.LittleEndian.PutUint64(out[headerLen+20:], 0)
 	return out, nil
 }
 

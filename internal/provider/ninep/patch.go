@@ -1,0 +1,95 @@
+package ninep
+
+import (
+	"context"
+	"io"
+	"syscall"
+
+	"github.com/hugelgupf/p9/p9"
+
+	"wirefs/internal/ns"
+	"wirefs/internal/remote"
+)
+
+// dotlAppend is Tlopen's O_APPEND (Linux's value, whatever the host's).
+const dotlAppend = 0x400
+
+// Append writes n bytes of r at the end of the existing file p, opened
+// with O_APPEND: the server (diod) opens it O_APPEND and writes with
+// pwrite(2), which on Linux appends whatever offset it names, so each
+// Twrite lands at the end as the server sees it. The size returned is
+// the server's after the last write (Tgetattr on the open fid).
+func (b *Backend) Append(ctx context.Context, p string, r io.Reader, n int64) (int64, error) {
+	s, f, err := b.open(ctx, "append", p, p9.WriteOnly|dotlAppend)
+	if err != nil {
+		return -1, err
+	}
+	// The offsets are ignored by the server; counting from 0 keeps
+	// write's bookkeeping.
+	if err := b.write(ctx, s, f, p, r, 0, n); err != nil {
+		go f.Close()
+		return -1, err
+	}
+	size := int64(-1)
+	err = b.finish(ctx, s, f, p, func(f p9.File) error {
+		_, _, a, err := f.GetAttr(p9.AttrMask{Size: true})
+		size = int64(a.Size)
+		return err
+	})
+	if err != nil {
+		return -1, err
+	}
+	return size, nil
+}
+
+// Patch writes the ranges of r at their offsets of the existing file p
+// and sets its length to size, then syncs, as Store does.
+func (b *Backend) Patch(ctx context.Context, p string, r io.ReaderAt, ranges []remote.Range, size int64) error {
+	for _, rg := range ranges {
+		if rg.Off < 0 || rg.End < rg.Off || rg.End > size {
+			return ns.Errorf(syscall.EINVAL, "9P server %s: patch %s: the range [%d, %d) is not within the file's %d bytes", b.addr, p, rg.Off, rg.End, size)
+		}
+	}
+	s, f, err := b.open(ctx, "patch", p, p9.WriteOnly)
+	if err != nil {
+		return err
+	}
+	for _, rg := range ranges {
+		src := io.NewSectionReader(r, rg.Off, rg.End-rg.Off)
+		if err := b.write(ctx, s, f, p, src, rg.Off, rg.End); err != nil {
+			go f.Close()
+			return err
+		}
+	}
+	return b.finish(ctx, s, f, p, func(f p9.File) error {
+		return f.SetAttr(p9.SetAttrMask{Size: true}, p9.SetAttr{Size: uint64(size)})
+	})
+}
+
+// open opens the existing file p with flags and returns its fid, to be
+// closed, and the session it belongs to.
+func (b *Backend) open(ctx context.Context, op, p string, flags p9.OpenFlags) (*session, p9.File, error) {
+	type opened struct {
+		s *session
+		f p9.File
+	}
+	o, err := call(ctx, b, op, p, false, func(s *session) (opened, error) {
+		pl, err := b.locate(s, p)
+		if err != nil {
+			return opened{}, err
+		}
+		if pl.root == nil {
+			return opened{}, ns.Errorf(syscall.EISDIR, "9P server %s: %s %s: a directory above every export", b.addr, op, p)
+		}
+		f, err := walk(pl.root, pl.names)
+		if err != nil {
+			return opened{}, err
+		}
+		if _, _, err := f.Open(flags); err != nil {
+			f.Close()
+			return opened{}, err
+		}
+		return opened{s, f}, nil
+	}, func(o opened) { o.f.Close() })
+	return o.s, o.f, err
+}
