@@ -22,7 +22,7 @@ import (
 // one is killed, nothing else stops working. What the daemons share is the
 // servers: like two NFS clients, they see each other's changes after
 // write-back and validation (T_read), and appends from several daemons
-// reach the server as the server's own appends (remote.Patcher).
+// reach the server as the server's own appends (remote.Appender).
 //
 // A killed daemon may leave dirty data in its slot. The next daemon that
 // takes a slot moves the dirty files of every free slot into its own

@@ -17,13 +17,14 @@ import (
 // depends on what changed since the server's version (the base):
 //
 //   - only bytes past the base's end (appends): those bytes, with the
-//     server's own append (remote.Patcher.Append), so that appenders on
+//     server's own append (remote.Appender), so that appenders on
 //     other clients, or other daemons, are never overwritten;
 //   - bytes within the file, or a truncation: the changed ranges and the
-//     new length (Patcher.Patch);
+//     new length (remote.Patcher);
 //   - a file the server does not have yet, one recovered after a crash
-//     (its base is not recorded), or a backend without Patcher: the whole
-//     file (Writer.Store).
+//     (its base is not recorded), or a backend that cannot send the
+//     change alone (FTP has appends, no patches): the whole file
+//     (Writer.Store).
 //
 // Sending whole files made an open/append/close cycle cost the file's
 // size; now it costs the record.
@@ -246,7 +247,9 @@ func (f *file) quiesce() bool {
 func (f *file) takeSnapshotLocked() snapshot {
 	s := snapshot{gen: f.writeGen, size: f.size, path: f.path, mtime: f.mtime,
 		base: f.base, low: f.low, changed: f.changed, retried: f.retried}
-	if _, ok := f.t.w.(remote.Patcher); !ok {
+	_, appends := f.t.w.(remote.Appender)
+	_, patches := f.t.w.(remote.Patcher)
+	if !appends && !patches {
 		s.base = -1
 	}
 	f.base, f.low, f.changed, f.retried = f.size, f.size, nil, false
@@ -275,16 +278,17 @@ func (f *file) noteChangeLocked(off, end int64) {
 // server's length afterwards (s.size unless another writer appended).
 func (f *file) send(ctx context.Context, b *blob, s snapshot, mode os.FileMode) (int64, error) {
 	t := f.t
+	ap, _ := t.w.(remote.Appender)
 	pa, _ := t.w.(remote.Patcher)
 	switch {
-	case s.base < 0 || pa == nil:
-		return s.size, t.w.Store(ctx, s.path, io.NewSectionReader(b.f, 0, s.size), s.size, mode.Perm()|mode&specialBits)
-	case s.appendOnly():
-		n, err := pa.Append(ctx, s.path, io.NewSectionReader(b.f, s.base, s.size-s.base), s.size-s.base)
+	case s.appendOnly() && ap != nil:
+		n, err := ap.Append(ctx, s.path, io.NewSectionReader(b.f, s.base, s.size-s.base), s.size-s.base)
 		if n < 0 {
 			n = s.size
 		}
 		return n, err
+	case s.base < 0 || pa == nil:
+		return s.size, t.w.Store(ctx, s.path, io.NewSectionReader(b.f, 0, s.size), s.size, mode.Perm()|mode&specialBits)
 	default:
 		rs := make([]remote.Range, 0, len(s.changed))
 		for _, r := range s.changed {

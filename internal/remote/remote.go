@@ -121,9 +121,9 @@ type Statfser interface {
 	Statfs(ctx context.Context, p string) (FSInfo, error)
 }
 
-// Patcher is implemented by writable backends that can change part of an
-// existing file, so that a write-back sends what changed, not the file.
-type Patcher interface {
+// Appender is implemented by writable backends whose servers append,
+// so that a write-back of appended bytes sends those bytes only.
+type Appender interface {
 	// Append writes the n bytes read from r at the end of the existing
 	// file p as the server sees it when they arrive (the server's
 	// O_APPEND: SSH_FXF_APPEND, 9P Tlopen O_APPEND, FTP APPE), so
@@ -131,6 +131,11 @@ type Patcher interface {
 	// It returns p's size afterwards as the server reports it, or -1
 	// when it cannot tell.
 	Append(ctx context.Context, p string, r io.Reader, n int64) (int64, error)
+}
+
+// Patcher is implemented by writable backends that can change part of an
+// existing file, so that a write-back sends what changed, not the file.
+type Patcher interface {
 	// Patch writes the ranges of r at the same offsets of the existing
 	// file p, then sets p's length to size.
 	Patch(ctx context.Context, p string, r io.ReaderAt, ranges []Range, size int64) error

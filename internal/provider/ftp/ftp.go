@@ -87,9 +87,10 @@ type Backend struct {
 }
 
 var (
-	_ remote.Dialer  = Dial
-	_ remote.Backend = (*Backend)(nil)
-	_ remote.Writer  = (*Backend)(nil)
+	_ remote.Dialer   = Dial
+	_ remote.Backend  = (*Backend)(nil)
+	_ remote.Writer   = (*Backend)(nil)
+	_ remote.Appender = (*Backend)(nil)
 )
 
 // Dial starts a session with server, "[user@]host[:port]" (port 21 by
@@ -512,6 +513,39 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 	}
 	b.put(pc)
 	return nil
+}
+
+// Append writes n bytes of r at the end of the existing file p with APPE,
+// which the server appends to the file as it is when the data arrive, and
+// returns the size SIZE reports afterwards (-1 when the server has no
+// SIZE). Never retried once data went out: a second APPE would append
+// twice.
+func (b *Backend) Append(ctx context.Context, p string, r io.Reader, n int64) (int64, error) {
+	src := &countingReader{r: io.LimitReader(r, n)}
+	size := int64(-1)
+	pc, err := b.use(ctx, true, "append", p, func() bool { return src.n == 0 }, func(pc *pconn) error {
+		sp := b.serverPath(p)
+		// APPE creates a missing file; Append's contract is an
+		// existing one (the cache sends a new file whole).
+		if _, err := pc.sc.FileSize(sp); err != nil {
+			return err
+		}
+		if err := pc.sc.Append(sp, src); err != nil {
+			return err
+		}
+		if sz, err := pc.sc.FileSize(sp); err == nil {
+			size = sz
+		}
+		return nil
+	})
+	if err != nil {
+		return -1, err
+	}
+	b.put(pc)
+	if src.n != n {
+		return -1, ns.Errorf(syscall.EIO, "ftp append %s: the data ended after %d of %d bytes", p, src.n, n)
+	}
+	return size, nil
 }
 
 // countingReader counts what STOR has taken, so that Store retries only

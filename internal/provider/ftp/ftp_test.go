@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -253,6 +254,41 @@ func TestStoreAndReadBack(t *testing.T) {
 	wantErrno(t, "Store into a missing directory", err, syscall.ENOENT)
 	err = b.Store(ctx, "/dir", strings.NewReader("abc"), 3, 0)
 	wantErrno(t, "Store over a directory", err, syscall.EISDIR)
+}
+
+// TestAppend: APPE adds to the server's file as it is, from two sessions
+// at once, and never creates a missing file.
+func TestAppend(t *testing.T) {
+	f := newFixture(t, map[string]string{"log": "abc", "dir/": ""})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 2 {
+		b := f.dial(t, remote.Options{})
+		wg.Go(func() {
+			for range 20 {
+				line := fmt.Sprintf("%d%s\n", i, strings.Repeat("-", 100))
+				n, err := b.Append(ctx, "/log", strings.NewReader(line), int64(len(line)))
+				if err != nil || n < 3+int64(len(line)) {
+					t.Errorf("Append = %d, %v", n, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	data, err := os.ReadFile(filepath.Join(f.root, "log"))
+	mustDo(t, err)
+	if len(data) != 3+40*102 || strings.Count(string(data), "\n") != 40 || !strings.HasPrefix(string(data), "abc") {
+		t.Fatalf("two appenders left %d bytes: %q...", len(data), data[:min(len(data), 200)])
+	}
+	b := f.dial(t, remote.Options{})
+	_, err = b.Append(ctx, "/missing", strings.NewReader("x"), 1)
+	wantErrno(t, "Append to a missing file", err, syscall.ENOENT)
+	if _, serr := os.Stat(filepath.Join(f.root, "missing")); serr == nil {
+		t.Error("Append created a missing file")
+	}
+	_, err = b.Append(ctx, "/log", strings.NewReader("x"), 2)
+	wantErrno(t, "Append of a short source", err, syscall.EIO)
 }
 
 func TestMkdirRemoveRenameChmod(t *testing.T) {

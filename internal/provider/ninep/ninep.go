@@ -79,6 +79,7 @@ var (
 	_ remote.Symlinker = (*Backend)(nil)
 	_ remote.Linker    = (*Backend)(nil)
 	_ remote.Statfser  = (*Backend)(nil)
+	_ remote.Appender  = (*Backend)(nil)
 	_ remote.Patcher   = (*Backend)(nil)
 )
 

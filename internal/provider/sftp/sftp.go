@@ -46,6 +46,7 @@ var (
 	_ remote.Symlinker = (*backend)(nil)
 	_ remote.Linker    = (*backend)(nil)
 	_ remote.Statfser  = (*backend)(nil)
+	_ remote.Appender  = (*backend)(nil)
 	_ remote.Patcher   = (*backend)(nil)
 )
 

@@ -1,7 +1,7 @@
 // Package remotetest is the conformance suite every writable remote
 // protocol runs against its real server, as testing/fstest.TestFS serves
 // every fs.FS: modes with their special bits, owners, times, links,
-// statfs, partial writes (remote.Patcher), errnos, full and read-only
+// statfs, appends and partial writes (remote.Appender, remote.Patcher), errnos, full and read-only
 // server file systems, cancellation without leaks. Every result is
 // checked on the server's own disk, not through the protocol.
 package remotetest
@@ -51,6 +51,7 @@ type posixBackend interface {
 	remote.Symlinker
 	remote.Linker
 	remote.Statfser
+	remote.Appender
 	remote.Patcher
 }
 
