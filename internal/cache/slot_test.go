@@ -64,6 +64,9 @@ func TestOrphanedSlotWrittenBack(t *testing.T) {
 	}
 	h.(ns.WriterAt).WriteAt(bg, []byte("left in slot 2"), 0)
 	dead.slot.release() // killed: no write-back, no Close
+	// Its goroutines live on in this process, unlike a killed daemon's:
+	// stop them before the directory is removed.
+	defer dead.Close()
 	if err := daemons[1].Close(); err != nil {
 		t.Fatal(err)
 	}
