@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"wirefs/internal/remote/addr"
 )
 
 // Schemes are the protocols a remote root may name, as namespace roots.
@@ -46,48 +48,10 @@ func ParseRoot(s string) (Root, error) {
 		return Root{}, fmt.Errorf("%q: not a remote root (want SCHEME://[USER@]HOST[:PORT]/PATH with SCHEME one of http, https, ftp, ftps, sftp, 9p)", s)
 	}
 	server, p, _ := strings.Cut(rest, "/")
-	if err := checkServer(server); err != nil {
+	if _, err := addr.Parse(server); err != nil {
 		return Root{}, fmt.Errorf("%q: %v", s, err)
 	}
 	return Root{Scheme: scheme, Server: server, Path: path.Clean("/" + p)}, nil
-}
-
-// checkServer rejects server names that cannot be "[user@]host[:port]".
-func checkServer(s string) error {
-	host := s
-	if i := strings.LastIndexByte(s, '@'); i >= 0 {
-		host = s[i+1:]
-		if i == 0 {
-			return fmt.Errorf("empty user name")
-		}
-	}
-	if host == "" {
-		return fmt.Errorf("no host")
-	}
-	if strings.ContainsAny(s, " \t/\\?#") {
-		return fmt.Errorf("server %q has a character that cannot be in a host name", s)
-	}
-	if strings.HasPrefix(host, "[") {
-		end := strings.IndexByte(host, ']')
-		if end < 0 {
-			return fmt.Errorf("unclosed '[' in %q", host)
-		}
-		host = host[end+1:]
-		if host != "" && host[0] != ':' {
-			return fmt.Errorf("junk after ']' in %q", s)
-		}
-		if host == "" {
-			return nil
-		}
-		host = "x" + host
-	}
-	if _, port, ok := strings.Cut(host, ":"); ok {
-		n, err := strconv.Atoi(port)
-		if err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("bad port %q", port)
-		}
-	}
-	return nil
 }
 
 // Options are the per-mount settings. Zero fields mean the defaults.

@@ -40,7 +40,6 @@ import (
 	"net/textproto"
 	"os"
 	"path"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,6 +50,7 @@ import (
 
 	"wirefs/internal/ns"
 	"wirefs/internal/remote"
+	"wirefs/internal/remote/addr"
 )
 
 // Defaults for zero Options.
@@ -106,13 +106,14 @@ func Dial(ctx context.Context, server string, o remote.Options) (remote.Backend,
 }
 
 func dial(ctx context.Context, server string, o remote.Options, times poolTimes) (*Backend, error) {
-	user, host, port, err := parseServer(server)
+	sv, err := addr.Parse(server)
 	if err != nil {
-		return nil, err
+		return nil, ns.Errorf(syscall.EINVAL, "ftp: %v", err)
 	}
+	user, host := sv.User, sv.Host
 	o = o.WithDefaults(defaultConnectTimeout, defaultTimeout)
 	b := &Backend{
-		addr:           net.JoinHostPort(host, port),
+		addr:           sv.HostPort("21"),
 		host:           host,
 		log:            o.Log,
 		times:          times,
@@ -157,34 +158,6 @@ func dial(ctx context.Context, server string, o remote.Options, times poolTimes)
 	go b.janitor()
 	b.log.Debug("ftp: session started", "host", host, "user", b.user, "home", home, "tls", o.TLS)
 	return b, nil
-}
-
-// parseServer splits "[user@]host[:port]"; host may be a bracketed IPv6
-// address.
-func parseServer(server string) (user, host, port string, err error) {
-	hostport := server
-	if i := strings.LastIndexByte(server, '@'); i >= 0 {
-		user, hostport = server[:i], server[i+1:]
-		if user == "" {
-			return "", "", "", ns.Errorf(syscall.EINVAL, "ftp: %q: empty user name before '@'", server)
-		}
-	}
-	host, port = hostport, "21"
-	if strings.HasPrefix(hostport, "[") || strings.Count(hostport, ":") == 1 {
-		if host, port, err = net.SplitHostPort(hostport); err != nil {
-			if !strings.HasPrefix(hostport, "[") || !strings.HasSuffix(hostport, "]") {
-				return "", "", "", ns.Errorf(syscall.EINVAL, "ftp: %q is not [user@]host[:port]", server)
-			}
-			host, port = hostport[1:len(hostport)-1], "21"
-		}
-	}
-	if n, perr := strconv.Atoi(port); perr != nil || n < 1 || n > 65535 {
-		return "", "", "", ns.Errorf(syscall.EINVAL, "ftp: %q: port %q is not a number from 1 to 65535", server, port)
-	}
-	if host == "" || strings.ContainsAny(host, "/@[] \t\r\n") {
-		return "", "", "", ns.Errorf(syscall.EINVAL, "ftp: %q is not [user@]host[:port]", server)
-	}
-	return user, host, port, nil
 }
 
 // credentials picks the login for user (possibly "") on host.

@@ -211,56 +211,6 @@ func FuzzReplyErrno(f *testing.F) {
 	})
 }
 
-func TestParseServer(t *testing.T) {
-	for in, want := range map[string][3]string{
-		"host":                   {"", "host", "21"},
-		"me@host":                {"me", "host", "21"},
-		"me@host:2121":           {"me", "host", "2121"},
-		"a@b@host:21":            {"a@b", "host", "21"},
-		"[::1]:2121":             {"", "::1", "2121"},
-		"me@[::1]":               {"me", "::1", "21"},
-		"ftp.example.org":        {"", "ftp.example.org", "21"},
-		"user.name@10.0.0.1:990": {"user.name", "10.0.0.1", "990"},
-	} {
-		u, h, p, err := parseServer(in)
-		if err != nil || [3]string{u, h, p} != want {
-			t.Errorf("parseServer(%q) = %q %q %q %v; want %q", in, u, h, p, err, want)
-		}
-	}
-	for _, in := range []string{"", "@host", "host:0", "host:99999", "host:x", "h/st", "[::1"} {
-		if _, _, _, err := parseServer(in); err == nil {
-			t.Errorf("parseServer(%q) accepted", in)
-		}
-	}
-}
-
-func FuzzParseServer(f *testing.F) {
-	f.Add("me@host:2121")
-	f.Add("[::1]:21")
-	f.Add("a@[fe80::1%eth0]")
-	f.Fuzz(func(t *testing.T, in string) {
-		user, host, port, err := parseServer(in)
-		if err != nil {
-			return
-		}
-		if host == "" || strings.ContainsAny(host, "/@ ") || port == "" {
-			t.Fatalf("parseServer(%q) = %q %q %q", in, user, host, port)
-		}
-		// What it accepted, it accepts again in canonical form.
-		canon := host
-		if strings.Contains(host, ":") {
-			canon = "[" + host + "]"
-		}
-		if user != "" {
-			canon = user + "@" + canon
-		}
-		u2, h2, p2, err := parseServer(canon + ":" + port)
-		if err != nil || u2 != user || h2 != host || p2 != port {
-			t.Fatalf("parseServer(%q) = %q %q %q, but its canonical form %q gives %q %q %q %v", in, user, host, port, canon+":"+port, u2, h2, p2, err)
-		}
-	})
-}
-
 func TestServerPath(t *testing.T) {
 	for _, c := range []struct{ home, p, want string }{
 		{"/", "/", "/"},

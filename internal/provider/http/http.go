@@ -24,6 +24,7 @@ import (
 
 	"wirefs/internal/ns"
 	"wirefs/internal/remote"
+	"wirefs/internal/remote/addr"
 )
 
 const (
@@ -73,14 +74,14 @@ type credentials struct{ user, password string }
 // of the host's ~/.netrc entry when no user is named) comes from ~/.netrc,
 // else from o.Askpass when the server answers 401.
 func Dial(_ context.Context, server string, o remote.Options) (remote.Backend, error) {
-	user, hostport, host, err := splitServer(server)
+	sv, err := addr.Parse(server)
 	if err != nil {
-		return nil, err
+		return nil, ns.Errorf(syscall.ENOENT, "http: %v", err)
 	}
 	o = o.WithDefaults(defaultConnectTimeout, defaultTimeout)
 	s := &session{
-		base:    url.URL{Scheme: "http", Host: hostport},
-		host:    host,
+		base:    url.URL{Scheme: "http", Host: sv.HostPort("")},
+		host:    sv.Host,
 		timeout: o.Timeout,
 		log:     o.Log,
 		askpass: o.Askpass,
@@ -90,7 +91,7 @@ func Dial(_ context.Context, server string, o remote.Options) (remote.Backend, e
 	}
 	s.log = s.log.With("server", s.base.String())
 
-	s.login = netrcLogin(s.log, o.Home, host, user)
+	s.login = netrcLogin(s.log, o.Home, sv.Host, sv.User)
 	s.tr = &nethttp.Transport{
 		Proxy:                 nethttp.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
@@ -123,28 +124,6 @@ func netrcLogin(log *slog.Logger, home, host, user string) credentials {
 		return credentials{user: netrcUser, password: password}
 	}
 	return credentials{user: user}
-}
-
-// splitServer parses "[user@]host[:port]"; host may be a bracketed IPv6
-// address.
-func splitServer(server string) (user, hostport, host string, err error) {
-	hostport = server
-	if at := strings.LastIndexByte(server, '@'); at >= 0 {
-		user, hostport = server[:at], server[at+1:]
-	}
-	host = hostport
-	if h, port, e := net.SplitHostPort(hostport); e == nil {
-		if n, e := strconv.Atoi(port); e != nil || n < 1 || n > 65535 {
-			return "", "", "", ns.Errorf(syscall.ENOENT, "%q: the port must be a number from 1 to 65535", server)
-		}
-		host = h
-	} else if strings.HasPrefix(hostport, "[") && strings.HasSuffix(hostport, "]") {
-		host = hostport[1 : len(hostport)-1]
-	}
-	if host == "" || strings.ContainsAny(host, "/[]@ ") || (strings.Contains(host, ":") && (net.ParseIP(host) == nil || hostport[0] != '[')) {
-		return "", "", "", ns.Errorf(syscall.ENOENT, "%q is not a server name of the form [user@]host[:port]", server)
-	}
-	return user, hostport, host, nil
 }
 
 // checkRedirect follows redirects within the server only: credentials and

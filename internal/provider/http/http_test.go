@@ -673,29 +673,6 @@ func TestReadOnly(t *testing.T) {
 	}
 }
 
-func TestSplitServer(t *testing.T) {
-	for _, tc := range []struct{ in, user, hostport, host string }{
-		{"example.org", "", "example.org", "example.org"},
-		{"example.org:8080", "", "example.org:8080", "example.org"},
-		{"me@example.org", "me", "example.org", "example.org"},
-		{"me@x@example.org:1", "me@x", "example.org:1", "example.org"},
-		{"[::1]:8080", "", "[::1]:8080", "::1"},
-		{"[::1]", "", "[::1]", "::1"},
-		{"u@[fe80::1]:80", "u", "[fe80::1]:80", "fe80::1"},
-		{"127.0.0.1:80", "", "127.0.0.1:80", "127.0.0.1"},
-	} {
-		user, hostport, host, err := splitServer(tc.in)
-		if err != nil || user != tc.user || hostport != tc.hostport || host != tc.host {
-			t.Errorf("splitServer(%q) = %q, %q, %q, %v", tc.in, user, hostport, host, err)
-		}
-	}
-	for _, bad := range []string{"", "me@", "host:0", "host:99999", "host:http", "::1", "[::1", "a/b", "[::1]:", "x:80:80"} {
-		if _, _, _, err := splitServer(bad); ns.Errno(err) != syscall.ENOENT {
-			t.Errorf("splitServer(%q): %v, want ENOENT", bad, err)
-		}
-	}
-}
-
 // TestNoLeaks: after Close, every goroutine and descriptor the session
 // used is gone, including those of readers the caller forgot to close.
 func TestNoLeaks(t *testing.T) {

@@ -14,10 +14,8 @@ package ninep
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/user"
 	"path"
@@ -33,6 +31,7 @@ import (
 
 	"wirefs/internal/ns"
 	"wirefs/internal/remote"
+	"wirefs/internal/remote/addr"
 )
 
 const (
@@ -87,17 +86,17 @@ var (
 // returns a session that attaches as user: a user name, a numeric uid,
 // or by default the current user.
 func Dial(ctx context.Context, server string, o remote.Options) (remote.Backend, error) {
-	userPart, addr, err := parseServer(server)
+	sv, err := addr.Parse(server)
 	if err != nil {
-		return nil, ns.Errorf(syscall.EINVAL, "9P server name %q: %v", server, err)
+		return nil, ns.Errorf(syscall.EINVAL, "9P: %v", err)
 	}
-	u, err := lookupAttachUser(userPart)
+	u, err := lookupAttachUser(sv.User)
 	if err != nil {
 		return nil, err
 	}
 	o = o.WithDefaults(defaultConnectTimeout, defaultTimeout)
 	b := &Backend{
-		addr:           addr,
+		addr:           sv.HostPort(defaultPort),
 		user:           u,
 		timeout:        o.Timeout,
 		connectTimeout: o.ConnectTimeout,
@@ -112,38 +111,6 @@ func Dial(ctx context.Context, server string, o remote.Options) (remote.Backend,
 		return nil, err
 	}
 	return b, nil
-}
-
-// parseServer splits "[user@]host[:port]"; host may be a bracketed IPv6
-// address.
-func parseServer(s string) (userPart, addr string, err error) {
-	if i := strings.LastIndex(s, "@"); i >= 0 {
-		userPart, s = s[:i], s[i+1:]
-	}
-	host, port := s, defaultPort
-	switch {
-	case strings.HasPrefix(s, "["):
-		end := strings.Index(s, "]")
-		if end < 0 {
-			return "", "", fmt.Errorf("missing ] after IPv6 address")
-		}
-		host = s[1:end]
-		if rest := s[end+1:]; rest != "" {
-			if !strings.HasPrefix(rest, ":") {
-				return "", "", fmt.Errorf("unexpected %q after the address", rest)
-			}
-			port = rest[1:]
-		}
-	case strings.Count(s, ":") == 1:
-		host, port, _ = strings.Cut(s, ":")
-	}
-	if host == "" || strings.ContainsAny(host, "/[] \t\n") {
-		return "", "", fmt.Errorf("bad host %q", host)
-	}
-	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
-		return "", "", fmt.Errorf("bad port %q", port)
-	}
-	return userPart, net.JoinHostPort(host, port), nil
 }
 
 // lookupAttachUser resolves the user part of a server name: empty is the

@@ -152,45 +152,6 @@ func FuzzParseRversion(f *testing.F) {
 	})
 }
 
-func TestParseServer(t *testing.T) {
-	for in, want := range map[string][2]string{
-		"host":              {"", "host:564"},
-		"me@host:5640":      {"me", "host:5640"},
-		"1000@10.0.0.1":     {"1000", "10.0.0.1:564"},
-		"[::1]":             {"", "[::1]:564"},
-		"a@b@[fe80::1]:99":  {"a@b", "[fe80::1]:99"},
-		"::1":               {"", "[::1]:564"},
-		"me@127.0.0.1:6564": {"me", "127.0.0.1:6564"},
-	} {
-		u, addr, err := parseServer(in)
-		if err != nil || u != want[0] || addr != want[1] {
-			t.Errorf("%q: got %q %q %v, want %q", in, u, addr, err, want)
-		}
-	}
-	for _, bad := range []string{"", "me@", "host:", "host:0", "host:99999", "host:x", "[::1", "[::1]x", "a/b", "bad host"} {
-		if u, addr, err := parseServer(bad); err == nil {
-			t.Errorf("%q accepted as %q %q", bad, u, addr)
-		}
-	}
-}
-
-func FuzzParseServer(f *testing.F) {
-	for _, s := range []string{"me@host:564", "[::1]:1", "host", "a@[x]:", "::"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		u, addr, err := parseServer(s)
-		if err != nil {
-			return
-		}
-		// What we accept must be usable: user@addr parses to the same.
-		u2, addr2, err := parseServer(u + "@" + addr)
-		if err != nil || u2 != u || addr2 != addr {
-			t.Fatalf("%q -> %q %q, which reparses as %q %q %v", s, u, addr, u2, addr2, err)
-		}
-	})
-}
-
 func TestParseExports(t *testing.T) {
 	text := "/srv/export - - -\nctl - - -\n/srv/export/ - - -\n\n  /home/x/ ro - -\n"
 	if got := parseExports(text); !slices.Equal(got, []string{"/srv/export", "/home/x"}) {

@@ -2,8 +2,6 @@ package sftp
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
 	"net"
 	"os"
 	"os/user"
@@ -15,6 +13,7 @@ import (
 	"github.com/kevinburke/ssh_config"
 
 	"wirefs/internal/ns"
+	"wirefs/internal/remote/addr"
 )
 
 // hostConfig is what one server name means once ~/.ssh/config is applied.
@@ -41,52 +40,14 @@ func (h *hostConfig) addr() string { return net.JoinHostPort(h.hostname, h.port)
 // name is user@alias, how messages name the session.
 func (h *hostConfig) name() string { return h.user + "@" + h.alias }
 
-// parseServer splits "[user@]host[:port]" (host may be a bracketed IPv6
-// address) as the namespace names a server.
-func parseServer(server string) (login, host, port string, err error) {
-	if i := strings.LastIndexByte(server, '@'); i >= 0 {
-		login, server = server[:i], server[i+1:]
-		if login == "" {
-			return "", "", "", fmt.Errorf("empty user name in %q", server)
-		}
-	}
-	switch {
-	case strings.HasPrefix(server, "["):
-		end := strings.IndexByte(server, ']')
-		if end < 0 {
-			return "", "", "", fmt.Errorf("missing ] in %q", server)
-		}
-		host, server = server[1:end], server[end+1:]
-		if server != "" && !strings.HasPrefix(server, ":") {
-			return "", "", "", fmt.Errorf("unexpected %q after ]", server)
-		}
-		port = strings.TrimPrefix(server, ":")
-	case strings.Count(server, ":") == 1:
-		host, port, _ = strings.Cut(server, ":")
-	default:
-		host = server // a name, or an unbracketed IPv6 address
-	}
-	if host == "" {
-		return "", "", "", errors.New("empty host name")
-	}
-	if strings.ContainsAny(host, "/ \t\n[]@") || strings.ContainsAny(login, "/ \t\n:") {
-		return "", "", "", fmt.Errorf("bad character in %q", server)
-	}
-	if port != "" {
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return "", "", "", fmt.Errorf("bad port %q", port)
-		}
-	}
-	return login, host, port, nil
-}
-
 // resolveHost applies home/.ssh/config to server. Values given in the
 // server name win over the file, as on the ssh command line.
 func resolveHost(server, home string) (*hostConfig, error) {
-	login, host, port, err := parseServer(server)
+	sv, err := addr.Parse(server)
 	if err != nil {
-		return nil, ns.Errorf(syscall.ENOENT, "sftp: bad server name %q: %v", server, err)
+		return nil, ns.Errorf(syscall.ENOENT, "sftp: %v", err)
 	}
+	login, host, port := sv.User, sv.Host, sv.Port
 	cfg := &ssh_config.Config{}
 	if data, err := os.ReadFile(filepath.Join(home, ".ssh", "config")); err == nil {
 		if cfg, err = ssh_config.DecodeBytes(data); err != nil {

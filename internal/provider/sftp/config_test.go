@@ -7,28 +7,6 @@ import (
 	"testing"
 )
 
-func TestParseServer(t *testing.T) {
-	for _, c := range []struct{ in, login, host, port string }{
-		{"host", "", "host", ""},
-		{"me@host", "me", "host", ""},
-		{"me@host:2222", "me", "host", "2222"},
-		{"[::1]:22", "", "::1", "22"},
-		{"me@[fe80::1]", "me", "fe80::1", ""},
-		{"::1", "", "::1", ""},
-		{"a@b@host", "a@b", "host", ""},
-	} {
-		login, host, port, err := parseServer(c.in)
-		if err != nil || login != c.login || host != c.host || port != c.port {
-			t.Errorf("parseServer(%q) = %q %q %q %v", c.in, login, host, port, err)
-		}
-	}
-	for _, bad := range []string{"", "@host", "me@", "host:0", "host:x", "[::1", "[::1]x", "a/b", "host:99999"} {
-		if _, _, _, err := parseServer(bad); err == nil {
-			t.Errorf("parseServer(%q) accepted", bad)
-		}
-	}
-}
-
 func TestExpandTokens(t *testing.T) {
 	tok := tokens{home: "/h", user: "u", remoteUser: "r", host: "example", port: "22"}
 	for in, want := range map[string]string{
@@ -77,36 +55,6 @@ Host *
 	if h, _ = resolveHost("bad.lan", home); h.user != "fallback" {
 		t.Fatalf("negated pattern matched: %+v", h)
 	}
-}
-
-func FuzzParseServer(f *testing.F) {
-	for _, s := range []string{"me@host:22", "[::1]:2222", "a@[fe80::1%eth0]", "host", "@:", "[]"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		login, host, port, err := parseServer(s)
-		if err != nil {
-			return
-		}
-		if host == "" || strings.ContainsAny(host, "/ ") {
-			t.Fatalf("parseServer(%q) gave host %q", s, host)
-		}
-		// What parses names the same server when written back.
-		back := host
-		if strings.Contains(host, ":") || port != "" {
-			back = "[" + host + "]"
-		}
-		if port != "" {
-			back += ":" + port
-		}
-		if login != "" {
-			back = login + "@" + back
-		}
-		l2, h2, p2, err := parseServer(back)
-		if err != nil || l2 != login || h2 != host || p2 != port {
-			t.Fatalf("%q → %q %q %q → %q → %q %q %q %v", s, login, host, port, back, l2, h2, p2, err)
-		}
-	})
 }
 
 func FuzzExpandTokens(f *testing.F) {
