@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"wirefs/internal/cache"
 	"wirefs/internal/config"
@@ -41,15 +42,15 @@ type nsConfig struct {
 	acceptNewKeys  bool
 }
 
-func (c *nsConfig) addFlags(fl *flag.FlagSet) {
-	fl.DurationVar(&c.connectTimeout, "connect-timeout", 30*time.Second, "bound on establishing a connection (TCP connect, server login)")
-	fl.DurationVar(&c.dnsTTL, "dns-ttl", 60*time.Second, "how long resolved names are cached")
-	fl.StringVar(&c.cacheDir, "cache-dir", "", "where remote files are cached (default $XDG_CACHE_HOME/wirefs, ~/.cache/wirefs)")
-	fl.StringVar(&c.cacheSize, "cache-size", "10g", "bound on the clean data kept in the cache (k, m, g suffixes)")
-	fl.StringVar(&c.configFile, "config", "", "mount-point file (default $XDG_CONFIG_HOME/wirefs/mounts, ~/.config/wirefs/mounts)")
-	fl.DurationVar(&c.readTimeout, "read-timeout", 30*time.Second, "a remote server that makes no progress for this long fails the call (ETIMEDOUT)")
-	fl.DurationVar(&c.tRead, "t-read", 30*time.Second, "remote files: attributes and data are trusted this long after validation")
-	fl.DurationVar(&c.tWrite, "t-write", 0, "remote files: write back this long after close (0: before close returns)")
+func (c *nsConfig) addFlags(fl *pflag.FlagSet) {
+	fl.DurationVar(&c.connectTimeout, "connect-timeout", 30*time.Second, "give up connecting (TCP connect, server login) after `DURATION`")
+	fl.DurationVar(&c.dnsTTL, "dns-ttl", 60*time.Second, "keep resolved names for `DURATION`")
+	fl.StringVar(&c.cacheDir, "cache-dir", "", "cache remote files in `DIR` (default $XDG_CACHE_HOME/wirefs, ~/.cache/wirefs)")
+	fl.StringVar(&c.cacheSize, "cache-size", "10g", "keep at most `SIZE` of clean data in the cache (k, m, g suffixes)")
+	fl.StringVar(&c.configFile, "config", "", "read mount points from `FILE` (default $XDG_CONFIG_HOME/wirefs/mounts, ~/.config/wirefs/mounts)")
+	fl.DurationVar(&c.readTimeout, "read-timeout", 30*time.Second, "fail a remote call (ETIMEDOUT) whose server makes no progress for `DURATION`")
+	fl.DurationVar(&c.tRead, "t-read", 30*time.Second, "remote files: trust attributes and data for `DURATION` after validation")
+	fl.DurationVar(&c.tWrite, "t-write", 0, "remote files: write back `DURATION` after close (0: before close returns)")
 	fl.BoolVar(&c.acceptNewKeys, "accept-new-host-keys", false, "sftp: add unknown host keys to known_hosts (changed keys are always refused)")
 }
 

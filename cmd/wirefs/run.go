@@ -1,30 +1,23 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"wirefs/internal/config"
 	"wirefs/internal/door/catch"
 )
 
-// cmdRun is `wirefs run [options] -- CMD ARGS…`: CMD and its descendants
-// see the namespace at --prefix through the catcher door, with no mount
-// visible and no privilege. It exits with CMD's status.
-func cmdRun(args []string) error {
-	fl := flag.NewFlagSet("run", flag.ContinueOnError)
-	fl.Usage = func() {
-		fmt.Fprint(fl.Output(), `Usage: wirefs run [options] -- CMD [ARGS...]
-
-Run CMD, and every process it starts, with the wirefs namespace visible at
+const runLong = `Run CMD, and every process it starts, with the wirefs namespace visible at
 PREFIX (default /net): "cat /net/tcp/host:80", "exec 3<>/net/tcp/8000",
 "cat /net/dns/localhost". Nothing is mounted where the user can see it and
 no privilege is needed (seccomp user notification, Linux 5.14 or newer).
-wirefs run exits with CMD's status (128+N if signal N killed it).
+wirefs run exits with CMD's status (128+N if signal N killed it). Options
+end at CMD.
 
 The remote roots appear at the top level too (/http/HOST/PATH,
 /sftp/USER@HOST/PATH, /9p/..., /ftp/...), and so do the mount points of
@@ -34,44 +27,54 @@ the config file, and URL names work as file names: "cat http://host/x",
 It is not a sandbox. Setuid programs run without their privilege under it.
 chdir into the namespace leaves the program in a private directory of
 wirefs (getcwd shows its name). Manual: docs/wirefs.md.
+`
 
-Options:
-`)
-		fl.PrintDefaults()
-	}
+// runCommand is wirefs run [options] -- CMD ARGS…: CMD and its
+// descendants see the namespace at --prefix through the catcher door,
+// with no mount visible and no privilege. wirefs exits with CMD's status.
+func runCommand() *cobra.Command {
 	var cf catcherFlags
-	cf.add(fl)
-	syncWake := fl.Bool("sync-wake-up", true, "use the synchronous wake-up of Linux 6.6 (turn off only to measure it)")
 	var cfg nsConfig
-	cfg.addFlags(fl)
-	if help, err := parseFlags(fl, args); help || err != nil {
-		return err
-	}
-	if fl.NArg() == 0 {
-		fl.Usage()
-		return errors.New("run: no command given")
-	}
-
-	log, closeLog, err := cf.log()
-	if err != nil {
-		return err
-	}
-	defer closeLog()
-
-	d, err := buildNamespace(cfg, log)
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	status, err := catch.Run(d.ns, catch.Options{
-		Prefix: cf.prefix, Args: fl.Args(), Log: log, NoSyncWakeUp: !*syncWake,
-		Roots: d.roots, URLName: urlName,
+	var syncWake bool
+	c := setup(&cobra.Command{
+		Use:   "run [options] -- CMD [ARGS...]",
+		Short: "run CMD with /net: no mount, no root",
+		Long:  runLong,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf(c, "no command given")
+			}
+			return nil
+		},
+		Annotations: map[string]string{annotationNoInterspersed: "yes"},
+		RunE: func(_ *cobra.Command, args []string) error {
+			log, closeLog, err := cf.log()
+			if err != nil {
+				return err
+			}
+			defer closeLog()
+			d, err := buildNamespace(cfg, log)
+			if err != nil {
+				return fmt.Errorf("run: %w", err)
+			}
+			status, err := catch.Run(d.ns, catch.Options{
+				Prefix: cf.prefix, Args: args, Log: log, NoSyncWakeUp: !syncWake,
+				Roots: d.roots, URLName: urlName,
+			})
+			d.close(log)
+			if err != nil {
+				return fmt.Errorf("run: %w", err)
+			}
+			return exitStatus(status)
+		},
 	})
-	d.close(log)
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	os.Exit(status)
-	return nil
+	fl := c.Flags()
+	fl.SetInterspersed(false)
+	cf.add(c)
+	fl.BoolVar(&syncWake, "sync-wake-up", true, "use the synchronous wake-up of Linux 6.6 (turn off only to measure it)")
+	fl.MarkHidden("sync-wake-up") // a measurement switch
+	cfg.addFlags(fl)
+	return c
 }
 
 // urlName maps a URL name ("sftp://me@host/dir/f") to its namespace name
@@ -93,12 +96,19 @@ type catcherFlags struct {
 	prefix  string
 	verbose bool
 	logFile string
+	opts    optionsFlag
 }
 
-func (c *catcherFlags) add(fl *flag.FlagSet) {
-	fl.StringVar(&c.prefix, "prefix", "/net", "where the namespace appears (absolute path)")
-	fl.BoolVar(&c.verbose, "v", false, "log debug messages to stderr")
-	fl.StringVar(&c.logFile, "log", "", "append the log to this file instead of stderr")
+func (c *catcherFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&c.prefix, "prefix", "/net", "show the namespace at `DIR` (absolute path)")
+	fl.BoolVarP(&c.verbose, "verbose", "v", false, "log debug messages to stderr")
+	fl.StringVar(&c.logFile, "log", "", "append the log to `FILE` instead of stderr")
+	c.opts = optionsFlag{fs: fl}
+	fl.VarP(&c.opts, "options", "o", "set `OPT[,OPT...]`: the options here spelled with _ (t_read=10s)")
+	cmd.RegisterFlagCompletionFunc("options", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return optionNames(fl, false), cobra.ShellCompDirectiveNoSpace
+	})
 }
 
 // log is the log of run and attach. It must not mix with the program's

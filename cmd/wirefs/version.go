@@ -1,19 +1,25 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"runtime/debug"
 	"strings"
+
+	"github.com/spf13/cobra"
 )
 
-func cmdVersion(args []string) error {
-	fl := flag.NewFlagSet("version", flag.ContinueOnError)
-	fl.Usage = func() { fmt.Fprint(fl.Output(), "Usage: wirefs version\n\nPrint the version of wirefs.\n") }
-	if help, err := parseFlags(fl, args); help || err != nil {
-		return err
-	}
-	fmt.Println("wirefs", version())
+func versionCommand() *cobra.Command {
+	return setup(&cobra.Command{
+		Use:   "version",
+		Short: "print the version",
+		Long:  "Print the version of wirefs.\n",
+		Args:  exactArgs(0, "no arguments"),
+		RunE:  func(c *cobra.Command, _ []string) error { return printVersion(c) },
+	})
+}
+
+func printVersion(c *cobra.Command) error {
+	fmt.Fprintln(c.OutOrStdout(), "wirefs", version())
 	return nil
 }
 
