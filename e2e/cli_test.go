@@ -196,6 +196,36 @@ func stopDaemons(t *testing.T, dir string) {
 	}
 }
 
+// forgetUtab drops the lines of mount points below dir from libmount's
+// /run/mount/utab (mount(8) records _netdev and x-* options there, and
+// only its umount removes them), after a test that failed half-way.
+func forgetUtab(t *testing.T, dir string) {
+	t.Helper()
+	const utab = "/run/mount/utab"
+	lock, err := os.OpenFile(utab+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil { // as libmount does
+		return
+	}
+	b, err := os.ReadFile(utab)
+	if err != nil {
+		return
+	}
+	var keep []string
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if !strings.Contains(line, " TARGET="+dir+"/") && !strings.Contains(line, " TARGET="+dir+" ") {
+			keep = append(keep, line)
+		}
+	}
+	if kept := strings.Join(keep, ""); kept != string(b) {
+		t.Logf("dropping the lines of %s from %s", dir, utab)
+		os.WriteFile(utab, []byte(kept), 0o644)
+	}
+}
+
 // waitExit waits until process pid (not a child) exits, on its pidfd.
 func waitExit(pid int, d time.Duration) bool {
 	fd, err := unix.PidfdOpen(pid, 0)
@@ -256,7 +286,7 @@ func TestCLIMount8(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { stopDaemons(t, dir); os.Remove(dir) })
+	t.Cleanup(func() { stopDaemons(t, dir); forgetUtab(t, dir); os.Remove(dir) })
 	log := dir + ".log"
 	port := greeter(t, "hello through mount(8)\n")
 	// mount(8) runs in baseDir, which holds a file named wirefs (the
@@ -321,7 +351,7 @@ func TestCLIFstab(t *testing.T) {
 	}
 	os.Chown(dirs[1], 65534, 65534)
 	os.Chown(dirs[2], 65534, 65534)
-	t.Cleanup(func() { stopDaemons(t, dirs[0]); stopDaemons(t, dirs[1]) })
+	t.Cleanup(func() { stopDaemons(t, dirs[0]); stopDaemons(t, dirs[1]); forgetUtab(t, top) })
 	fstab := filepath.Join(top, "fstab")
 	os.WriteFile(fstab, []byte(fmt.Sprintf(`# fstab lines as the manual shows them
 wirefs  %[1]s  fuse.wirefs  allow_other,_netdev,noauto,nofail,x-systemd.automount,comment=e2e,t_read=10s,cache_size=2g,log=%[1]s.log,cache_dir=%[1]s.cache  0 0
