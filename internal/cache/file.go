@@ -340,7 +340,7 @@ func (f *file) stat(c *call, p string) {
 		f.observe(info, at, epoch)
 		t.noteEntry(p, &info)
 	case ns.Errno(err) == syscall.ENOENT:
-		t.vanished(p)
+		t.vanished(p, at)
 	}
 	f.mu.Lock()
 	f.validating = nil
@@ -782,11 +782,17 @@ func (f *file) truncate(ctx context.Context, size int64) error {
 
 // create makes f a new, empty file with permissions perm that exists in
 // the cache (dirty) until written back.
-func (f *file) create(perm os.FileMode) (remote.Info, error) {
+//
+// created is false, and nothing changes, when f exists already: another
+// create made it, or a lookup found it, since the caller's lookup.
+func (f *file) create(perm os.FileMode) (info remote.Info, created bool, err error) {
 	f.io.Lock()
 	defer f.io.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.info.Size >= 0 && !f.removed {
+		return f.info, false, nil
+	}
 	f.dropDataLocked()
 	now := time.Now()
 	f.removed = false
@@ -794,11 +800,20 @@ func (f *file) create(perm os.FileMode) (remote.Info, error) {
 	f.version = remote.Info{Size: -1}
 	f.checked, f.epoch = now, f.t.c.epoch.Load()
 	if err := f.markDirtyLocked(0); err != nil {
-		return remote.Info{}, err
+		return remote.Info{}, false, err
 	}
 	f.mtime = now
 	f.writeGen++
-	return f.info, nil
+	return f.info, true, nil
+}
+
+// newerThan reports whether f knows more than an answer about it from the
+// server asked at at: it is open, has local changes or a write-back
+// running, or was created or validated since.
+func (f *file) newerThan(at time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.opens > 0 || f.dirty || f.storing != nil || f.checked.After(at)
 }
 
 // writeAt writes p at off, or at the end of the file when appending

@@ -40,6 +40,7 @@ var (
 	_ ns.PageCacher   = (*handle)(nil)
 	_ ns.Syncer       = (*handle)(nil)
 	_ ns.KernelObject = (*kernelHandle)(nil)
+	_ ns.Unwritable   = (*kernelHandle)(nil)
 	_ ns.WriterAt     = (*writeHandle)(nil)
 	_ ns.Flusher      = (*writeHandle)(nil)
 )
@@ -47,6 +48,10 @@ var (
 func (h *handle) KeepPageCache() bool { return h.keep }
 
 func (k *kernelHandle) KernelFile() (*os.File, error) { return k.kf, nil }
+
+// Unwritable: the server cannot be written, so no open of the file will
+// write it.
+func (k *kernelHandle) Unwritable() bool { return k.f.t.w == nil }
 
 // readAhead returns how far a miss at off should read ahead: the window
 // doubles while misses are sequential.

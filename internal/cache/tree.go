@@ -276,14 +276,21 @@ func (t *tree) known(p string) ns.Node {
 	return nil
 }
 
-// vanished forgets p after the server said it does not exist.
-func (t *tree) vanished(p string) {
+// vanished forgets p after the server said, to a question asked at at,
+// that it does not exist. A file that is open, has local changes, or was
+// created or validated after at is newer than that answer and stays: a
+// lookup that raced with a create must not discard the new file (an
+// appender's next create then started an empty one, and its whole-file
+// store replaced what the others had appended).
+func (t *tree) vanished(p string, at time.Time) {
 	t.mu.Lock()
 	f := t.files[p]
-	if f != nil && !f.isDirty() {
+	if f != nil {
+		if f.newerThan(at) {
+			t.mu.Unlock()
+			return
+		}
 		delete(t.files, p)
-	} else {
-		f = nil
 	}
 	t.mu.Unlock()
 	if f != nil {
@@ -447,7 +454,7 @@ func (d *dir) Lookup(ctx context.Context, name string) (ns.Node, error) {
 	info, err := t.b.Stat(ctx, p)
 	if err != nil {
 		if ns.Errno(err) == syscall.ENOENT {
-			t.vanished(p)
+			t.vanished(p, at)
 		}
 		return nil, err
 	}
@@ -602,9 +609,21 @@ func (d *dir) Create(ctx context.Context, c ns.Caller, name string, flags int, p
 		return nil, nil, err
 	}
 	f := t.fileAt(p)
-	info, err := f.create(modeBits(perm))
+	info, created, err := f.create(modeBits(perm))
 	if err != nil {
 		return nil, nil, err
+	}
+	if !created {
+		// Another create got there between our lookup and now: this
+		// is an open of its file, as open(2) would be.
+		if flags&os.O_EXCL != 0 {
+			return nil, nil, ns.Errorf(syscall.EEXIST, "%s already exists on %s", p, t.key)
+		}
+		h, err := f.Open(ctx, c, flags)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f, h, nil
 	}
 	t.noteEntry(p, &info)
 	// A new file is stored at its close whatever the open mode

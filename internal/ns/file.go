@@ -94,6 +94,16 @@ type PageCacher interface {
 	KeepPageCache() bool
 }
 
+// Unwritable is a KernelObject file handle that tells doors whether its
+// file can be written through the namespace at all (false for a file of a
+// read-only server). Only such a file may be read with FUSE passthrough:
+// while one open of a file is passthrough the kernel makes every open of
+// it passthrough or fails it with EIO, so a writer's bytes would bypass
+// the provider.
+type Unwritable interface {
+	Unwritable() bool
+}
+
 // Symlinker is a directory in which symbolic links can be made.
 type Symlinker interface {
 	Symlink(ctx context.Context, target, name string) (Node, error)

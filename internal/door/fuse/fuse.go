@@ -47,6 +47,9 @@ func Mount(dir string, n *ns.Namespace, o Options) (*Server, error) {
 		EntryTimeout:    &zero, // per node, in Lookup/Getattr
 		AttrTimeout:     &zero,
 		NegativeTimeout: &zero,
+		// Mode 0 is a mode (open(O_CREAT, 0), chmod 0): go-fuse would
+		// show it as 0644. Every node says its mode.
+		NullPermissions: true,
 		MountOptions: fuse.MountOptions{
 			FsName:     "wirefs",
 			Name:       "wirefs",
@@ -377,7 +380,8 @@ func (n *node) entry(ctx context.Context, name string, child ns.Node, out *fuse.
 	// so the old node is as good as the new one.
 	in := n.GetChild(name)
 	if in == nil || in.StableAttr().Mode != stableMode(a) || (volatile(child) && !n.d.idle(in.StableAttr().Ino)) {
-		in = n.NewInode(ctx, &node{n: child, o: n.o, d: n.d}, fs.StableAttr{Mode: stableMode(a)})
+		ino := n.d.numbers.forNew(n.StableAttr().Ino, name)
+		in = n.NewInode(ctx, &node{n: child, o: n.o, d: n.d}, fs.StableAttr{Mode: stableMode(a), Ino: ino})
 	}
 	fillAttr(a, in.StableAttr().Ino, &out.Attr)
 	return in, 0
@@ -394,7 +398,13 @@ func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	}
 	out := make([]fuse.DirEntry, len(ents))
 	for i, e := range ents {
-		out[i] = fuse.DirEntry{Name: e.Name, Mode: stableMode(e.Attr)}
+		mode := stableMode(e.Attr)
+		out[i] = fuse.DirEntry{Name: e.Name, Mode: mode}
+		if in := n.GetChild(e.Name); in != nil && in.StableAttr().Mode == mode {
+			out[i].Ino = in.StableAttr().Ino
+		} else {
+			out[i].Ino = n.d.numbers.listed(n.StableAttr().Ino, e.Name)
+		}
 	}
 	return fs.NewListDirStream(out), 0
 }
@@ -491,7 +501,8 @@ func (n *node) open(ctx context.Context, target ns.Node, ino uint64, name string
 			// beforehand, so no page cache.
 			return fh, fuse.FOPEN_DIRECT_IO, 0
 		}
-		return fh, storedFileFlags(h), 0
+		fl := fh.storedFileFlags(flags)
+		return fh.withPassthrough(), fl, 0
 	}
 	// Streams: no page cache, no file position, and reads and writes on
 	// one open file run in parallel (a blocked read must not hold up a
@@ -517,7 +528,9 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		}
 		ino := in.StableAttr().Ino
 		n.d.opened(h, ino)
-		return in, &handle{h: h, n: in.Operations().(*node), ino: ino}, storedFileFlags(h), 0
+		fh := &handle{h: h, n: in.Operations().(*node), ino: ino}
+		fl := fh.storedFileFlags(flags)
+		return in, fh.withPassthrough(), fl, 0
 	}
 	child, errno := n.Lookup(ctx, name, out)
 	if errno != 0 {
@@ -538,6 +551,11 @@ type handle struct {
 	h   ns.Handle
 	n   *node
 	ino uint64 // the inode it was opened on
+	// stored: a stored file's handle, opened in io mode (iomode.go)
+	// with passthrough fd when that is ioPassthrough.
+	stored bool
+	io     ioMode
+	fd     int
 }
 
 var (
@@ -545,35 +563,71 @@ var (
 	_ fs.FileWriter          = (*handle)(nil)
 	_ fs.FileReleaser        = (*handle)(nil)
 	_ fs.FileFlusher         = (*handle)(nil)
-	_ fs.FilePassthroughFder = (*handle)(nil)
+	_ fs.FilePassthroughFder = passthroughHandle{}
 )
 
-// storedFileFlags are the open flags of a seekable (stored) file handle:
-// the kernel's page cache serves repeated reads, and keeps the pages of
-// earlier opens when the provider says the file has not changed since.
-// A handle that cannot write has nothing to flush at close(2), so the
-// kernel need not ask (one round trip less per file for grep -r).
-func storedFileFlags(h ns.Handle) uint32 {
+// storedFileFlags chooses the I/O mode of a stored file's handle opened
+// with flags (iomode.go) and returns its open flags: the kernel's page
+// cache serves repeated reads, and keeps the pages of earlier opens when
+// the provider says the file has not changed since. A handle that cannot
+// write has nothing to flush at close(2), so the kernel need not ask (one
+// round trip less per file for grep -r).
+func (h *handle) storedFileFlags(flags uint32) uint32 {
+	fd, canPassthrough := passthroughFd(h.h)
+	h.stored, h.fd = true, fd
+	h.io = h.n.d.io.choose(h.ino, canPassthrough)
 	var fl uint32
-	if p, ok := h.(ns.PageCacher); ok && p.KeepPageCache() {
+	if p, ok := h.h.(ns.PageCacher); ok && p.KeepPageCache() {
 		fl |= fuse.FOPEN_KEEP_CACHE
 	}
-	if _, writable := h.(ns.WriterAt); !writable {
+	if _, writable := h.h.(ns.WriterAt); !writable {
 		fl |= fuse.FOPEN_NOFLUSH
+	} else if flags&syscall.O_APPEND != 0 {
+		// The cache puts each O_APPEND write at its own end of
+		// file; the kernel's buffered write copies it into the
+		// page cache where the kernel thinks the end is. Readers
+		// of a file that several processes append to saw a NUL
+		// byte at a record's start that way (the conformance
+		// stress); direct I/O keeps appends out of the page cache.
+		fl |= fuse.FOPEN_DIRECT_IO
 	}
 	return fl
 }
 
+// passthroughHandle is a handle the kernel reads with passthrough: the
+// only kind that implements fs.FilePassthroughFder. It must be a type of
+// its own: once one open of an inode has a backing file, go-fuse gives
+// every later open of that inode the same backing (fs/bridge.go
+// addBackingID) unless its handle lacks the interface — and a writer's
+// writes would then go to the local copy behind the cache's back, never
+// to be written back (records appended that way were lost).
+type passthroughHandle struct{ *handle }
+
 // PassthroughFd lets the kernel read a fully cached file straight from
 // its local copy (FUSE passthrough, root only): the data path costs
-// nothing. Sockets are refused by the kernel, so only regular files.
-func (h *handle) PassthroughFd() (int, bool) {
-	k, ok := h.h.(ns.KernelObject)
+// nothing.
+// A handle that joins other passthrough opens has no fd of its own to
+// offer (go-fuse uses theirs).
+func (h passthroughHandle) PassthroughFd() (int, bool) { return h.fd, h.fd > 0 }
+
+// withPassthrough returns h as go-fuse should see it.
+func (h *handle) withPassthrough() fs.FileHandle {
+	if h.io == ioPassthrough {
+		return passthroughHandle{h}
+	}
+	return h
+}
+
+// passthroughFd is the local copy's descriptor when h can be read with
+// passthrough: a kernel object that is a regular file (the kernel refuses
+// sockets) that nobody writes through the mount (iomode.go).
+func passthroughFd(h ns.Handle) (int, bool) {
+	k, ok := h.(ns.KernelObject)
 	if !ok {
 		return 0, false
 	}
-	if _, writable := h.h.(ns.WriterAt); writable {
-		return 0, false // writes must reach the provider (dirty tracking)
+	if u, ok := h.(ns.Unwritable); !ok || !u.Unwritable() {
+		return 0, false
 	}
 	f, err := k.KernelFile()
 	if err != nil {
@@ -633,6 +687,9 @@ func (h *handle) Flush(ctx context.Context) syscall.Errno {
 
 func (h *handle) Release(ctx context.Context) syscall.Errno {
 	h.n.d.released(h.h, h.ino)
+	if h.stored {
+		h.n.d.io.release(h.ino, h.io)
+	}
 	if err := h.h.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
 		h.n.o.Log.Debug("close", "path", h.n.Path(nil), "err", err)
 	}

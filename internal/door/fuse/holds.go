@@ -21,6 +21,10 @@ type door struct {
 	// file in a loop costs one descriptor check, not a scan of all its
 	// descriptors (which grow with every client it keeps open).
 	hints map[holdKey]string
+	// io chooses each stored file handle's I/O mode (iomode.go).
+	io ioModes
+	// numbers numbers the inodes (inos.go).
+	numbers inoNumbers
 }
 
 type holdKey struct {

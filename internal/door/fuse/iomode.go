@@ -1,0 +1,69 @@
+package fuse
+
+import "sync"
+
+// The kernel keeps one I/O mode per inode: while a file is open with
+// passthrough, every other open of it must be passthrough too, and one
+// that is not fails with EIO; while it is open through the page cache, a
+// passthrough open fails (fs/fuse/iomode.c: "using incorrect open mode is
+// a server mistake, which results in user visible failure of open() with
+// EIO"). go-fuse gives every open of an inode that has a backing file the
+// same backing, if its handle implements fs.FilePassthroughFder. So:
+// passthrough only for files nobody writes through the mount
+// (ns.Unwritable), only while no page-cached open exists, and then for
+// every open of the inode until the last passthrough one is released.
+type ioModes struct {
+	mu    sync.Mutex
+	inode map[uint64]*ioCount
+}
+
+type ioCount struct{ passthrough, cached int }
+
+// ioMode is how one handle was opened.
+type ioMode int
+
+const (
+	ioCached      ioMode = iota // through the page cache
+	ioPassthrough               // the kernel reads the local copy
+)
+
+// choose picks the mode of a new handle on ino and counts it.
+// canPassthrough says the handle could be read with passthrough.
+func (m *ioModes) choose(ino uint64, canPassthrough bool) ioMode {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.inode == nil {
+		m.inode = map[uint64]*ioCount{}
+	}
+	c := m.inode[ino]
+	if c == nil {
+		c = &ioCount{}
+		m.inode[ino] = c
+	}
+	if c.passthrough > 0 || canPassthrough && c.cached == 0 {
+		c.passthrough++
+		return ioPassthrough
+	}
+	c.cached++
+	return ioCached
+}
+
+// release uncounts a handle of mode on ino, at RELEASE, which the kernel
+// sends after it has let go: a count may lag behind the kernel's, which
+// errs towards the page cache, never into EIO.
+func (m *ioModes) release(ino uint64, mode ioMode) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.inode[ino]
+	if c == nil {
+		return
+	}
+	if mode == ioPassthrough {
+		c.passthrough--
+	} else {
+		c.cached--
+	}
+	if c.passthrough <= 0 && c.cached <= 0 {
+		delete(m.inode, ino)
+	}
+}
