@@ -166,13 +166,14 @@ func (f *file) Setattr(ctx context.Context, h ns.Handle, a ns.SetAttr) (ns.Attr,
 
 // chtimes sets f's times: on the server now, or, while f has changes the
 // server does not have yet, right after they are stored (a store gives
-// the file the server's clock). Servers that cannot set times keep
-// theirs; that is logged, not an error (touch must not fail).
+// the file the server's clock). A server that cannot set times keeps its
+// own, and the cache shows the ones asked for until it next asks the
+// server (touch must not fail, and make compares what stat says).
 func (f *file) chtimes(ctx context.Context, atime, mtime time.Time) error {
 	t := f.t
 	c, ok := t.w.(remote.Chtimer)
 	if !ok {
-		t.c.log.Debug("cache: setting times is not possible on this server; ignored", "server", t.key, "path", f.remotePath())
+		f.keepTimes(atime, mtime)
 		return nil
 	}
 	f.mu.Lock()
@@ -182,13 +183,28 @@ func (f *file) chtimes(ctx context.Context, atime, mtime time.Time) error {
 		return nil
 	}
 	f.mu.Unlock()
-	if err := c.Chtimes(ctx, f.remotePath(), atime, mtime); err != nil {
+	if err := c.Chtimes(ctx, f.remotePath(), atime, mtime); ns.Errno(err) == syscall.ENOTSUP {
+		f.keepTimes(atime, mtime)
+		return nil
+	} else if err != nil {
 		return err
 	}
 	f.mu.Lock()
 	f.info.Mtime, f.version.Mtime, f.info.Atime = mtime, mtime, atime
 	f.mu.Unlock()
 	return nil
+}
+
+// keepTimes shows times the server could not take, until the next
+// validation brings the server's.
+func (f *file) keepTimes(atime, mtime time.Time) {
+	f.t.c.log.Debug("cache: the server cannot set times; the cache shows them until it asks again", "server", f.t.key, "path", f.remotePath())
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dirty {
+		f.mtime = mtime
+	}
+	f.info.Mtime, f.info.Atime = mtime, atime
 }
 
 // Setattr changes a directory's mode, owner or times.
@@ -222,14 +238,16 @@ func (d *dir) Setattr(ctx context.Context, h ns.Handle, a ns.SetAttr) (ns.Attr, 
 		d.mu.Lock()
 		atime, mtime := times(d.info, a)
 		d.mu.Unlock()
+		// As for files (chtimes): what the server cannot take, the
+		// cache shows until it asks again.
 		if c, ok := t.w.(remote.Chtimer); ok {
-			if err := c.Chtimes(ctx, p, atime, mtime); err != nil {
+			if err := c.Chtimes(ctx, p, atime, mtime); err != nil && ns.Errno(err) != syscall.ENOTSUP {
 				return ns.Attr{}, err
 			}
-			d.mu.Lock()
-			d.info.Atime, d.info.Mtime = atime, mtime
-			d.mu.Unlock()
 		}
+		d.mu.Lock()
+		d.info.Atime, d.info.Mtime = atime, mtime
+		d.mu.Unlock()
 	}
 	return d.Attr(ctx)
 }
@@ -343,17 +361,18 @@ func (f *file) Statfs(ctx context.Context) (ns.FSInfo, error) {
 	return f.t.statfs(ctx, path.Dir(f.remotePath()))
 }
 
-// statfs asks the server; a protocol or server that cannot say gets the
-// honest default (no blocks known, NAME_MAX).
+// statfs asks the server; for a protocol or server that cannot say
+// (FTP, HTTP) it reports the file system of the cache, where writes land
+// first, with NAME_MAX: df then shows what can be written now, not 0.
 func (t *tree) statfs(ctx context.Context, p string) (ns.FSInfo, error) {
 	s, ok := t.b.(remote.Statfser)
 	if !ok {
-		return ns.DefaultFSInfo(), nil
+		return t.c.localFSInfo(), nil
 	}
 	fi, err := s.Statfs(ctx, p)
 	switch {
 	case ns.Errno(err) == syscall.ENOTSUP || ns.Errno(err) == syscall.ENOSYS:
-		return ns.DefaultFSInfo(), nil
+		return t.c.localFSInfo(), nil
 	case err != nil:
 		return ns.FSInfo{}, err
 	}
@@ -366,4 +385,14 @@ func (t *tree) statfs(ctx context.Context, p string) (ns.FSInfo, error) {
 		out.Bsize = ns.DefaultFSInfo().Bsize
 	}
 	return out, nil
+}
+
+// localFSInfo is the figures of the cache directory's file system.
+func (c *Cache) localFSInfo() ns.FSInfo {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(c.dir, &st); err != nil {
+		return ns.DefaultFSInfo()
+	}
+	return ns.FSInfo{Bsize: uint32(st.Bsize), Blocks: st.Blocks, Bfree: st.Bfree, Bavail: st.Bavail,
+		Files: st.Files, Ffree: st.Ffree, Namelen: maxName}
 }

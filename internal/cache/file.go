@@ -356,6 +356,9 @@ func (f *file) localAttr() (ns.Attr, bool) {
 	if f.removed {
 		a := attrOf(f.info)
 		a.Removed = true
+		if f.dirty { // still open (discard)
+			a.Size, a.Mtime = f.size, f.mtime
+		}
 		return a, true // gone from the server: nothing to ask
 	}
 	if f.dirty {
@@ -880,12 +883,42 @@ func (f *file) discard() {
 	f.stopTimer()
 	f.io.Lock()
 	f.mu.Lock()
-	f.removed, f.dirty = true, false
-	f.dropDataLocked()
+	if f.opens > 0 {
+		// Unlinked while open: its handles read and write the local
+		// copy until the last one closes (handle.Close), as with a
+		// local file, and nothing is written back. The record goes,
+		// so a restart does not bring it back.
+		f.size = f.lengthLocked()
+		f.removed, f.dirty = true, true
+		os.Remove(f.metaPath())
+	} else {
+		f.removed, f.dirty = true, false
+		f.dropDataLocked()
+	}
 	f.mu.Unlock()
 	f.io.Unlock()
 	if f.t != nil {
 		f.t.setDirty(f, false)
+	}
+}
+
+// keepForHandles fetches what f's open handles may still read before the
+// server's copy goes (remove, rename over): the local copy must be whole
+// then, for they keep reading it (see discard).
+func (f *file) keepForHandles(ctx context.Context) {
+	f.mu.Lock()
+	open := f.opens > 0 && !f.dirty
+	f.mu.Unlock()
+	if !open {
+		return // a dirty copy is whole already
+	}
+	size, err := f.length(ctx)
+	if err == nil {
+		err = f.need(ctx, 0, size, nil)
+	}
+	if err != nil {
+		f.t.c.log.Warn("cache: a removed file's open handles will miss what could not be fetched",
+			"server", f.t.key, "path", f.path, "err", err)
 	}
 }
 

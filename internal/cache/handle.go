@@ -165,13 +165,20 @@ func (h *handle) Sync(ctx context.Context) error {
 
 func (h *handle) Close() error {
 	f := h.f
+	f.io.Lock()
+	defer f.io.Unlock()
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.opens--
 	if h.blob != nil {
 		f.releaseLocked(h.blob)
 		h.blob = nil
 	}
-	f.mu.Unlock()
+	if f.opens == 0 && f.removed && f.dirty {
+		// The last handle of a file unlinked while open (discard).
+		f.dirty = false
+		f.dropDataLocked()
+	}
 	return nil
 }
 

@@ -204,8 +204,13 @@ func (t *tree) bounds(p string) (tread, twrite time.Duration) {
 }
 
 // trust is the read bound of the file at p with attributes info validated
-// at checked: T_read, or less for young files when AgePercent is set.
+// at checked: T_read, or less for young files when AgePercent is set, and
+// none for a file with several names: each name is cached on its own, so
+// only asking the server shows one name what was written through another.
 func (t *tree) trust(p string, info remote.Info, checked time.Time) time.Duration {
+	if info.Nlink > 1 {
+		return 0
+	}
 	bound, _ := t.bounds(p)
 	if t.o.AgePercent > 0 && !info.Mtime.IsZero() {
 		age := max(checked.Sub(info.Mtime), 0)
@@ -391,6 +396,11 @@ func (d *dir) observe(info remote.Info, at time.Time, epoch int64) {
 	if epoch == d.epoch && at.Before(d.checked) {
 		return // older news
 	}
+	if info.Mtime.IsZero() {
+		// HTTP says a directory's time only in its parent's listing,
+		// not when asked for the directory itself.
+		info.Mtime = d.info.Mtime
+	}
 	d.info, d.checked, d.epoch = info, at, epoch
 }
 
@@ -457,6 +467,12 @@ func (d *dir) Lookup(ctx context.Context, name string) (ns.Node, error) {
 			t.vanished(p, at)
 		}
 		return nil, err
+	}
+	if info.Mode.IsDir() && info.Mtime.IsZero() {
+		// HTTP gives a directory's time only in its parent's listing.
+		if names, err := d.list(ctx); err == nil {
+			info.Mtime = names[name].Mtime
+		}
 	}
 	info.Name = name
 	return t.node(p, info, at, epoch), nil
@@ -678,6 +694,7 @@ func (d *dir) Remove(ctx context.Context, name string, isDir bool) error {
 	t.mu.Unlock()
 	localOnly := false
 	if f != nil {
+		f.keepForHandles(ctx)
 		localOnly = f.quiesce()
 	}
 	if err := t.w.Remove(ctx, p); err != nil && !(localOnly && ns.Errno(err) == syscall.ENOENT) {
@@ -746,6 +763,12 @@ func (d *dir) Rename(ctx context.Context, name string, to ns.Dir, toName string)
 				return err
 			}
 		}
+	}
+	t.mu.Lock()
+	replaced := t.files[dst]
+	t.mu.Unlock()
+	if replaced != nil {
+		replaced.keepForHandles(ctx)
 	}
 	if err := t.w.Rename(ctx, from, dst); err != nil {
 		return err

@@ -130,11 +130,11 @@ func (f *file) writeBack(ctx context.Context) error {
 			t.setDirty(f, false)
 			f.settleLocked()
 		}
-		if err == nil && f.dirty && serverSize != s.size {
-			// Written meanwhile, on top of a file that is not the
-			// server's: only the whole file says what we mean.
-			f.base = -1
-		}
+		// Written meanwhile on top of a file that another writer
+		// appended to (serverSize != s.size): the new base stays our
+		// old end, so our later appends still go as appends. Storing
+		// the whole file instead replaced the others' appends with our
+		// older copy (TestAppendsFromSeveralDaemons lost records).
 		if err != nil {
 			f.failure, f.refused = err, refusedForGood(err)
 		} else {

@@ -183,6 +183,9 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	if err != nil {
 		return nil, n.fail("link", name, err)
 	}
+	// The target's link count changed: drop the kernel's copy of its
+	// attributes (offset -1: not its pages).
+	target.EmbeddedInode().NotifyContent(-1, 0)
 	return n.entry(ctx, name, child, out)
 }
 

@@ -91,6 +91,7 @@ var (
 	_ remote.Backend  = (*Backend)(nil)
 	_ remote.Writer   = (*Backend)(nil)
 	_ remote.Appender = (*Backend)(nil)
+	_ remote.Chtimer  = (*Backend)(nil)
 )
 
 // Dial starts a session with server, "[user@]host[:port]" (port 21 by
@@ -463,7 +464,7 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 	var created bool
 	pc, err := b.use(ctx, true, "store", p, func() bool { return src.n == 0 }, func(pc *pconn) error {
 		sp := b.serverPath(p)
-		if perm != 0 {
+		{
 			// SIZE is the cheapest "does it exist" (no data
 			// connection); only a new file gets perm.
 			_, serr := pc.sc.FileSize(sp)
@@ -541,9 +542,7 @@ func (b *Backend) Mkdir(ctx context.Context, p string, perm os.FileMode) error {
 		if err := pc.sc.MakeDir(b.serverPath(p)); err != nil {
 			return err
 		}
-		if perm != 0 {
-			pc.chmodQuietly(p, perm)
-		}
+		pc.chmodQuietly(p, perm)
 		return nil
 	})
 }
@@ -558,10 +557,36 @@ func (b *Backend) Rmdir(ctx context.Context, p string) error {
 	return b.do(ctx, "rmdir", p, func(pc *pconn) error { return pc.sc.RemoveDir(b.serverPath(p)) })
 }
 
-// Rename renames with RNFR/RNTO.
+// Rename renames with RNFR/RNTO. A refusal that rename(2) would explain
+// by what is at to (a non-empty directory, a file where a directory goes
+// or the other way round) gets rename(2)'s errno.
 func (b *Backend) Rename(ctx context.Context, from, to string) error {
 	return b.do(ctx, "rename", from, func(pc *pconn) error {
-		return pc.sc.Rename(b.serverPath(from), b.serverPath(to))
+		err := pc.sc.Rename(b.serverPath(from), b.serverPath(to))
+		var reply *textproto.Error
+		if !errors.As(err, &reply) {
+			return err
+		}
+		src, srcFound, serr := pc.find(from)
+		dst, dstFound, derr := pc.find(to)
+		if serr != nil || derr != nil || !srcFound || !dstFound {
+			return err
+		}
+		errno := syscall.Errno(0)
+		switch {
+		case !src.Mode.IsDir() && dst.Mode.IsDir():
+			errno = syscall.EISDIR
+		case src.Mode.IsDir() && !dst.Mode.IsDir():
+			errno = syscall.ENOTDIR
+		case src.Mode.IsDir():
+			if entries, _, lerr := pc.list(to); lerr == nil && len(entries) > 0 {
+				errno = syscall.ENOTEMPTY
+			}
+		}
+		if errno == 0 {
+			return err
+		}
+		return ns.Errorf(errno, "ftp rename %s to %s on %s: server said %d %s", from, to, b.host, reply.Code, strings.TrimSpace(reply.Msg))
 	})
 }
 
@@ -592,6 +617,24 @@ func (pc *pconn) chmodQuietly(p string, perm os.FileMode) {
 	if err := pc.chmod(p, perm); err != nil {
 		pc.b.log.Debug("ftp: server did not set the mode of a new file", "host", pc.b.host, "path", p, "err", err)
 	}
+}
+
+// Chtimes sets p's modification time with MFMT, or with the form of MDTM
+// that vsftpd writes (its mdtm_write); FTP carries no access time. A
+// server with neither answers ENOTSUP, and the cache keeps the times
+// itself.
+func (b *Backend) Chtimes(ctx context.Context, p string, atime, mtime time.Time) error {
+	return b.do(ctx, "chtimes", p, func(pc *pconn) error {
+		sp := b.serverPath(p)
+		if pc.sc.IsSetTimeSupported() {
+			return pc.sc.SetTime(sp, mtime)
+		}
+		_, err := pc.raw("MDTM " + mtime.UTC().Format("20060102150405") + " " + sp)
+		if err != nil && !isConnLoss(err) {
+			return ns.Errorf(syscall.ENOTSUP, "ftp %s: chtimes %s: the server sets no times (neither MFMT nor vsftpd's MDTM)", b.host, p)
+		}
+		return err
+	})
 }
 
 // Close ends the session: idle connections say QUIT, leased ones are cut
