@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -125,196 +126,206 @@ func TestCacheHitWithinTTL(t *testing.T) {
 }
 
 func TestRequeryAfterTTL(t *testing.T) {
-	f := newFake()
-	f.set("host.test", "192.0.2.1")
-	r := newResolver(f, 50*time.Millisecond, time.Hour)
-	if _, err := r.Resolve(context.Background(), "host.test"); err != nil {
-		t.Fatal(err)
-	}
-	f.set("host.test", "192.0.2.2")
-	if got, _ := r.Resolve(context.Background(), "host.test"); !slices.Equal(got, addrs("192.0.2.1")) {
-		t.Fatalf("within TTL got %v", got)
-	}
-	time.Sleep(80 * time.Millisecond)
-	if len(r.Cached()) != 0 {
-		t.Fatalf("Cached() shows an expired answer: %v", r.Cached())
-	}
-	got, err := r.Resolve(context.Background(), "host.test")
-	if err != nil || !slices.Equal(got, addrs("192.0.2.2")) {
-		t.Fatalf("after TTL: %v, %v; want the new answer", got, err)
-	}
-	if n := f.n("host.test"); n != 2 {
-		t.Fatalf("%d queries, want 2", n)
-	}
+	// A bubble of fake time: its sleeps take no time and synctest.Wait
+	// returns once every goroutine is blocked.
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.set("host.test", "192.0.2.1")
+		r := newResolver(f, 50*time.Millisecond, time.Hour)
+		if _, err := r.Resolve(context.Background(), "host.test"); err != nil {
+			t.Fatal(err)
+		}
+		f.set("host.test", "192.0.2.2")
+		if got, _ := r.Resolve(context.Background(), "host.test"); !slices.Equal(got, addrs("192.0.2.1")) {
+			t.Fatalf("within TTL got %v", got)
+		}
+		time.Sleep(80 * time.Millisecond)
+		if len(r.Cached()) != 0 {
+			t.Fatalf("Cached() shows an expired answer: %v", r.Cached())
+		}
+		got, err := r.Resolve(context.Background(), "host.test")
+		if err != nil || !slices.Equal(got, addrs("192.0.2.2")) {
+			t.Fatalf("after TTL: %v, %v; want the new answer", got, err)
+		}
+		if n := f.n("host.test"); n != 2 {
+			t.Fatalf("%d queries, want 2", n)
+		}
+	})
 }
 
 func TestNegativeTTL(t *testing.T) {
-	f := newFake() // no answers: every name is "not found"
-	r := newResolver(f, time.Hour, 50*time.Millisecond)
-	for i := 0; i < 3; i++ {
-		_, err := r.Resolve(context.Background(), "missing.test")
-		var de *net.DNSError
-		if !errors.As(err, &de) || !de.IsNotFound {
-			t.Fatalf("Resolve = %v, want not found", err)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake() // no answers: every name is "not found"
+		r := newResolver(f, time.Hour, 50*time.Millisecond)
+		for i := 0; i < 3; i++ {
+			_, err := r.Resolve(context.Background(), "missing.test")
+			var de *net.DNSError
+			if !errors.As(err, &de) || !de.IsNotFound {
+				t.Fatalf("Resolve = %v, want not found", err)
+			}
 		}
-	}
-	if n := f.n("missing.test"); n != 1 {
-		t.Fatalf("%d queries within the negative TTL, want 1", n)
-	}
-	if len(r.Cached()) != 0 {
-		t.Fatalf("Cached() lists a failure: %v", r.Cached())
-	}
-	time.Sleep(80 * time.Millisecond)
-	f.set("missing.test", "192.0.2.9")
-	got, err := r.Resolve(context.Background(), "missing.test")
-	if err != nil || !slices.Equal(got, addrs("192.0.2.9")) {
-		t.Fatalf("after negative TTL: %v, %v", got, err)
-	}
-	if n := f.n("missing.test"); n != 2 {
-		t.Fatalf("%d queries, want 2", n)
-	}
-	// The positive TTL (an hour) now applies.
-	time.Sleep(80 * time.Millisecond)
-	r.Resolve(context.Background(), "missing.test")
-	if n := f.n("missing.test"); n != 2 {
-		t.Fatalf("%d queries, want 2 (answer cached for TTL, not NegTTL)", n)
-	}
+		if n := f.n("missing.test"); n != 1 {
+			t.Fatalf("%d queries within the negative TTL, want 1", n)
+		}
+		if len(r.Cached()) != 0 {
+			t.Fatalf("Cached() lists a failure: %v", r.Cached())
+		}
+		time.Sleep(80 * time.Millisecond)
+		f.set("missing.test", "192.0.2.9")
+		got, err := r.Resolve(context.Background(), "missing.test")
+		if err != nil || !slices.Equal(got, addrs("192.0.2.9")) {
+			t.Fatalf("after negative TTL: %v, %v", got, err)
+		}
+		if n := f.n("missing.test"); n != 2 {
+			t.Fatalf("%d queries, want 2", n)
+		}
+		// The positive TTL (an hour) now applies.
+		time.Sleep(80 * time.Millisecond)
+		r.Resolve(context.Background(), "missing.test")
+		if n := f.n("missing.test"); n != 2 {
+			t.Fatalf("%d queries, want 2 (answer cached for TTL, not NegTTL)", n)
+		}
+	})
 }
 
 func TestConcurrentLookupsShareOneQuery(t *testing.T) {
-	f := newFake()
-	f.set("shared.test", "192.0.2.1", "2001:db8::1")
-	release := f.blockOn("shared.test")
-	// A tiny TTL: only a query in flight can be shared, not a cached one.
-	r := newResolver(f, time.Nanosecond, time.Nanosecond)
-	const n = 50
-	var started, done sync.WaitGroup
-	errs := make(chan error, n)
-	for i := 0; i < n; i++ {
-		started.Add(1)
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			started.Done()
-			got, err := r.Resolve(context.Background(), "shared.test")
-			if err == nil && !slices.Equal(got, addrs("192.0.2.1", "2001:db8::1")) {
-				err = fmt.Errorf("got %v", got)
-			}
-			errs <- err
-		}()
-	}
-	started.Wait()
-	time.Sleep(100 * time.Millisecond)
-	close(release)
-	done.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.set("shared.test", "192.0.2.1", "2001:db8::1")
+		release := f.blockOn("shared.test")
+		// A tiny TTL: only a query in flight can be shared, not a cached one.
+		r := newResolver(f, time.Nanosecond, time.Nanosecond)
+		const n = 50
+		var started, done sync.WaitGroup
+		errs := make(chan error, n)
+		for i := 0; i < n; i++ {
+			started.Add(1)
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				started.Done()
+				got, err := r.Resolve(context.Background(), "shared.test")
+				if err == nil && !slices.Equal(got, addrs("192.0.2.1", "2001:db8::1")) {
+					err = fmt.Errorf("got %v", got)
+				}
+				errs <- err
+			}()
 		}
-	}
-	if c := f.n("shared.test"); c != 1 {
-		t.Fatalf("%d concurrent lookups made %d queries, want 1", n, c)
-	}
+		started.Wait()
+		synctest.Wait() // every caller waits on the one query
+		close(release)
+		done.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if c := f.n("shared.test"); c != 1 {
+			t.Fatalf("%d concurrent lookups made %d queries, want 1", n, c)
+		}
+	})
 }
 
 func TestSlowNameDoesNotBlockOthers(t *testing.T) {
-	f := newFake()
-	f.set("slow.test", "192.0.2.1")
-	f.set("fast.test", "192.0.2.2")
-	release := f.blockOn("slow.test")
-	defer close(release)
-	r := newResolver(f, time.Hour, time.Hour)
-	go r.Resolve(context.Background(), "slow.test")
-	for f.n("slow.test") == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	start := time.Now()
-	got, err := r.Resolve(ctx, "fast.test")
-	if err != nil || !slices.Equal(got, addrs("192.0.2.2")) {
-		t.Fatalf("fast lookup while slow one in flight: %v, %v", got, err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("fast lookup took %v", d)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.set("slow.test", "192.0.2.1")
+		f.set("fast.test", "192.0.2.2")
+		release := f.blockOn("slow.test")
+		defer close(release)
+		r := newResolver(f, time.Hour, time.Hour)
+		go r.Resolve(context.Background(), "slow.test")
+		synctest.Wait() // the query is in flight
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		start := time.Now()
+		got, err := r.Resolve(ctx, "fast.test")
+		if err != nil || !slices.Equal(got, addrs("192.0.2.2")) {
+			t.Fatalf("fast lookup while slow one in flight: %v, %v", got, err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("fast lookup took %v", d)
+		}
+	})
 }
 
 func TestCancelledCallerLeavesSharedQuery(t *testing.T) {
-	f := newFake()
-	f.set("slow.test", "192.0.2.7")
-	release := f.blockOn("slow.test")
-	r := newResolver(f, time.Hour, time.Hour)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.set("slow.test", "192.0.2.7")
+		release := f.blockOn("slow.test")
+		r := newResolver(f, time.Hour, time.Hour)
 
-	other := make(chan error, 1)
-	go func() {
-		got, err := r.Resolve(context.Background(), "slow.test")
-		if err == nil && !slices.Equal(got, addrs("192.0.2.7")) {
-			err = fmt.Errorf("got %v", got)
-		}
-		other <- err
-	}()
-	for f.n("slow.test") == 0 {
-		time.Sleep(time.Millisecond)
-	}
+		other := make(chan error, 1)
+		go func() {
+			got, err := r.Resolve(context.Background(), "slow.test")
+			if err == nil && !slices.Equal(got, addrs("192.0.2.7")) {
+				err = fmt.Errorf("got %v", got)
+			}
+			other <- err
+		}()
+		synctest.Wait() // the query is in flight
 
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(30 * time.Millisecond); cancel() }()
-	start := time.Now()
-	_, err := r.Resolve(ctx, "slow.test")
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled caller: err %v, want context.Canceled", err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("cancelled caller waited %v", d)
-	}
-	// The query goes on for the other caller, on its own context.
-	f.mu.Lock()
-	qctx := f.ctxs["slow.test"]
-	f.mu.Unlock()
-	if qctx.Err() != nil {
-		t.Fatalf("shared query's context ended with the caller's: %v", qctx.Err())
-	}
-	if _, ok := qctx.Deadline(); !ok {
-		t.Errorf("shared query has no deadline (Timeout not applied)")
-	}
-	select {
-	case err := <-other:
-		t.Fatalf("other caller returned before the answer: %v", err)
-	case <-time.After(20 * time.Millisecond):
-	}
-	close(release)
-	select {
-	case err := <-other:
-		if err != nil {
-			t.Fatal(err)
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { synctest.Wait(); cancel() }()
+		start := time.Now()
+		_, err := r.Resolve(ctx, "slow.test")
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled caller: err %v, want context.Canceled", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("other caller never got the answer")
-	}
-	if c := f.n("slow.test"); c != 1 {
-		t.Fatalf("%d queries, want 1", c)
-	}
-	// And the answer is cached for later callers.
-	if got, err := r.Resolve(context.Background(), "slow.test"); err != nil || !slices.Equal(got, addrs("192.0.2.7")) || f.n("slow.test") != 1 {
-		t.Fatalf("later caller: %v, %v (%d queries)", got, err, f.n("slow.test"))
-	}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("cancelled caller waited %v", d)
+		}
+		// The query goes on for the other caller, on its own context.
+		f.mu.Lock()
+		qctx := f.ctxs["slow.test"]
+		f.mu.Unlock()
+		if qctx.Err() != nil {
+			t.Fatalf("shared query's context ended with the caller's: %v", qctx.Err())
+		}
+		if _, ok := qctx.Deadline(); !ok {
+			t.Errorf("shared query has no deadline (Timeout not applied)")
+		}
+		select {
+		case err := <-other:
+			t.Fatalf("other caller returned before the answer: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		close(release)
+		select {
+		case err := <-other:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("other caller never got the answer")
+		}
+		if c := f.n("slow.test"); c != 1 {
+			t.Fatalf("%d queries, want 1", c)
+		}
+		// And the answer is cached for later callers.
+		if got, err := r.Resolve(context.Background(), "slow.test"); err != nil || !slices.Equal(got, addrs("192.0.2.7")) || f.n("slow.test") != 1 {
+			t.Fatalf("later caller: %v, %v (%d queries)", got, err, f.n("slow.test"))
+		}
+	})
 }
 
 func TestQueryTimeout(t *testing.T) {
-	f := newFake()
-	f.blockOn("hang.test") // never released: the query's own timeout ends it
-	r := newResolver(f, time.Hour, time.Hour)
-	r.Timeout = 50 * time.Millisecond
-	start := time.Now()
-	_, err := r.Resolve(context.Background(), "hang.test")
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err %v, want deadline exceeded", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("query bounded by 50ms took %v", d)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.blockOn("hang.test") // never released: the query's own timeout ends it
+		r := newResolver(f, time.Hour, time.Hour)
+		r.Timeout = 50 * time.Millisecond
+		start := time.Now()
+		_, err := r.Resolve(context.Background(), "hang.test")
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err %v, want deadline exceeded", err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("query bounded by 50ms took %v", d)
+		}
+	})
 }
 
 func TestInvalidTLDNeverQueried(t *testing.T) {
@@ -391,20 +402,20 @@ func TestFlush(t *testing.T) {
 }
 
 func TestFlushDuringQuery(t *testing.T) {
-	f := newFake()
-	f.set("a.test", "192.0.2.1")
-	release := f.blockOn("a.test")
-	r := newResolver(f, time.Hour, time.Hour)
-	res := make(chan error, 1)
-	go func() { _, err := r.Resolve(context.Background(), "a.test"); res <- err }()
-	for f.n("a.test") == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	r.Flush()
-	close(release)
-	if err := <-res; err != nil {
-		t.Fatalf("caller of a query flushed in flight: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.set("a.test", "192.0.2.1")
+		release := f.blockOn("a.test")
+		r := newResolver(f, time.Hour, time.Hour)
+		res := make(chan error, 1)
+		go func() { _, err := r.Resolve(context.Background(), "a.test"); res <- err }()
+		synctest.Wait() // the query is in flight
+		r.Flush()
+		close(release)
+		if err := <-res; err != nil {
+			t.Fatalf("caller of a query flushed in flight: %v", err)
+		}
+	})
 }
 
 func TestCacheBounded(t *testing.T) {
