@@ -410,23 +410,23 @@ func TestInterruptibleWakesBlockedRead(t *testing.T) {
 	a, b := tcpPair(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	res := make(chan error, 1)
-	start := time.Now()
+	reading := make(chan struct{})
 	go func() {
-		_, err := Interruptible(ctx, a.SetReadDeadline, func() (int, error) { return a.Read(make([]byte, 10)) })
+		_, err := Interruptible(ctx, a.SetReadDeadline, func() (int, error) {
+			close(reading)
+			return a.Read(make([]byte, 10))
+		})
 		res <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	<-reading // the read starts now, with nothing to read
 	cancel()
 	select {
 	case err := <-res:
 		if !errors.Is(err, context.Canceled) || Errno(err) != syscall.EINTR {
 			t.Fatalf("interrupted read: %v (errno %v), want context.Canceled/EINTR", err, Errno(err))
 		}
-	case <-time.After(3 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("cancel did not wake the blocked read")
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("took %v", d)
 	}
 	// The connection is still usable: the deadline was cleared.
 	b.Write([]byte("hi"))
@@ -534,8 +534,9 @@ func TestSocketHandleNoKernelFile(t *testing.T) {
 func TestSocketHandleReadCancel(t *testing.T) {
 	a, _ := tcpPair(t)
 	h := Socket(a)
+	// Cancelled before or during the read: either way it ends in EINTR.
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(30 * time.Millisecond); cancel() }()
+	go cancel()
 	_, err := h.(Reader).Read(ctx, make([]byte, 1))
 	if Errno(err) != syscall.EINTR {
 		t.Fatalf("cancelled Read: %v, want EINTR", err)
