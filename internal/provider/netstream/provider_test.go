@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -473,7 +474,7 @@ func TestTCPSimpleServerFirstWriteAccepts(t *testing.T) {
 	h := e.mustOpen("tcp", fmt.Sprintf("[::1]:%d::", port))
 	done := make(chan net.Conn, 1)
 	go func() {
-		time.Sleep(50 * time.Millisecond)
+		// Queued in the listen backlog until the write accepts it.
 		c, err := net.Dial("tcp", fmt.Sprintf("[::1]:%d", port))
 		if err != nil {
 			done <- nil
@@ -841,7 +842,7 @@ func TestTCPCloseWakesAcceptingRead(t *testing.T) {
 		_, err := h.(ns.Reader).Read(context.Background(), make([]byte, 1))
 		res <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	waitForStack(t, "Accept") // the read waits for a client now
 	closed := make(chan error, 1)
 	go func() { closed <- h.Close() }()
 	select {
@@ -1323,4 +1324,17 @@ func TestCloseTwice(t *testing.T) {
 	if n := e.p.Live(); n != 0 {
 		t.Fatalf("Live() = %d after closing everything twice", n)
 	}
+}
+
+// waitForStack waits until some goroutine's stack shows fn: a blocked
+// call is an event no channel reports.
+func waitForStack(t *testing.T, fn string) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); runtime.Gosched() {
+		if strings.Contains(string(buf[:runtime.Stack(buf, true)]), fn) {
+			return
+		}
+	}
+	t.Fatalf("no goroutine reached %s", fn)
 }
