@@ -365,7 +365,8 @@ exec 3< "$M/tcp/$1"
 exit 0`, strconv.Itoa(port), status)
 	waitListening(t, "tcp", port, p)
 	equal(t, "opener exit", p.wait(t, 5*time.Second).Code, 0)
-	time.Sleep(time.Second) // the orphan is in its open now
+	// The client waits in the listen backlog until the orphan's open
+	// accepts it, whichever comes first.
 	r := socatClient(t, fmt.Sprintf("TCP:127.0.0.1:%d", port), "")
 	if r.Stdout != "hello from the orphan\n" {
 		t.Errorf("client of the orphaned child: want its greeting, got %s\norphan: %q", r, readFile(status))
