@@ -166,13 +166,34 @@ func (f *file) writeBack(ctx context.Context) error {
 	}
 }
 
+// stillTheBase checks, before changes that failed once are sent again as
+// changes (appended bytes, patched ranges), that the server's file is
+// still the one they apply to: its length is the base's, ours (the
+// failed attempt landed) or in between (part of an append landed). A file removed or replaced on the server
+// meanwhile would otherwise get our bytes written into someone else's
+// data; the changes stay in the cache instead (ESTALE, refused for good:
+// see .wirefs/writeback).
+func (f *file) stillTheBase(ctx context.Context, s snapshot) error {
+	info, err := f.t.b.Stat(ctx, s.path)
+	switch {
+	case ns.Errno(err) == syscall.ENOENT:
+		return ns.Errorf(syscall.ESTALE, "%s is gone from %s since it was changed here; the changes stay in the cache", s.path, f.t.key)
+	case err != nil:
+		return err
+	case info.Size < min(s.base, s.size) || info.Size > max(s.base, s.size):
+		return ns.Errorf(syscall.ESTALE, "%s on %s was replaced meanwhile (%d bytes, not the %d the changes apply to); the changes stay in the cache",
+			s.path, f.t.key, info.Size, s.base)
+	}
+	return nil
+}
+
 // refusedForGood reports whether a failed store would fail the same way
 // if retried unchanged: the server refuses the name, the permission, or
 // the space. Retrying those forever only fills the log.
 func refusedForGood(err error) bool {
 	switch ns.Errno(err) {
 	case syscall.ENAMETOOLONG, syscall.EACCES, syscall.EPERM, syscall.EROFS,
-		syscall.EDQUOT, syscall.ENOSPC, syscall.EFBIG, syscall.EINVAL:
+		syscall.EDQUOT, syscall.ENOSPC, syscall.EFBIG, syscall.EINVAL, syscall.ESTALE:
 		return true
 	}
 	return false
@@ -280,6 +301,11 @@ func (f *file) send(ctx context.Context, b *blob, s snapshot, mode os.FileMode) 
 	t := f.t
 	ap, _ := t.w.(remote.Appender)
 	pa, _ := t.w.(remote.Patcher)
+	if s.retried && s.base >= 0 && (ap != nil || pa != nil) {
+		if err := f.stillTheBase(ctx, s); err != nil {
+			return 0, err
+		}
+	}
 	switch {
 	case s.appendOnly() && ap != nil:
 		n, err := ap.Append(ctx, s.path, io.NewSectionReader(b.f, s.base, s.size-s.base), s.size-s.base)

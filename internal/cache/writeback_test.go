@@ -118,3 +118,37 @@ func TestFailedAppendIsNotDoubled(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestRetryDoesNotWriteIntoAnotherFile: changes whose write-back failed
+// because the file was removed on the server are not written into the
+// file someone made under that name since (their bytes at our offsets,
+// cut to our length, destroyed the other file's data); they stay in the
+// cache, refused with ESTALE, and the other file is untouched.
+func TestRetryDoesNotWriteIntoAnotherFile(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.put(t, "/log", []byte("ours\n"))
+	root := c.Root("local://replaced", b, Options{})
+	n := lookup(t, root, "log")
+	cat(t, root, "log")
+	os.Remove(b.local("/log"))
+	if err := appendRecord(t, n, "record\n"); ns.Errno(err) != syscall.ENOENT {
+		t.Fatalf("append to a file removed on the server: %v, want ENOENT", err)
+	}
+	other := strings.Repeat("OTHER", 200)
+	b.put(t, "/log", []byte(other))
+	h := openNode(t, n, os.O_WRONLY)
+	err := h.(ns.Syncer).Sync(bg)
+	h.Close()
+	if ns.Errno(err) != syscall.ESTALE {
+		t.Fatalf("retried write-back onto a replaced file: %v, want ESTALE", err)
+	}
+	if got, _ := b.get("/log"); string(got) != other {
+		t.Fatalf("the other writer's file became %d bytes: %.40q...", len(got), got)
+	}
+	var status strings.Builder
+	c.WriteStatus(&status)
+	if !strings.Contains(status.String(), "refused") || !strings.Contains(status.String(), "ESTALE") {
+		t.Fatalf(".wirefs/writeback does not show the kept changes: %q", status.String())
+	}
+}
