@@ -186,8 +186,12 @@ func (f *file) dropDataLocked() {
 	f.settleLocked()
 }
 
-// saveRecordLocked writes f's record; durably when f is dirty, since the
-// record is then all that says the data must go to the server.
+// saveRecordLocked writes f's record; durably when f is dirty and its
+// changes stay in the cache after close (T_write > 0), since the record
+// is then all that says the data must go to the server. With T_write = 0
+// they go at close, and a program's write before that close is as lost
+// to a power cut as on a local file system without fsync: two fsyncs at
+// the first write of every open/append/close cycle bought nothing.
 func (f *file) saveRecordLocked() error {
 	if f.id == "" {
 		return nil
@@ -220,7 +224,7 @@ func (f *file) saveRecordLocked() error {
 			return diskError("writing a record", err)
 		}
 	}
-	if err := writeAtomic(f.metaPath(), r.encode(), f.dirty); err != nil {
+	if err := writeAtomic(f.metaPath(), r.encode(), f.dirty && f.keptAfterClose()); err != nil {
 		return diskError("writing a record", err)
 	}
 	f.meta = true
@@ -781,6 +785,16 @@ func (f *file) truncate(ctx context.Context, size int64) error {
 		f.io.Unlock()
 		return err
 	}
+}
+
+// keptAfterClose reports whether f's changes may outlive its close in the
+// cache alone (T_write > 0).
+func (f *file) keptAfterClose() bool {
+	if f.t == nil {
+		return true
+	}
+	_, twrite := f.t.bounds(f.path)
+	return twrite > 0
 }
 
 // create makes f a new, empty file with permissions perm that exists in
