@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"wirefs/internal/door/catch"
+	"wirefs/internal/protocols"
 )
 
 const attachLong = `Take over the running process PID (yours, x86-64): with ptrace, make it
@@ -20,7 +21,7 @@ wirefs run cannot be taken over. Manual: docs/wirefs.md.
 // attachCommand is wirefs attach [options] PID: the running process PID,
 // and the children it starts from now on, see the namespace as under
 // wirefs run. It returns when PID exits.
-func attachCommand() *cobra.Command {
+func attachCommand(reg *protocols.Registry) *cobra.Command {
 	var cf catcherFlags
 	var cfg nsConfig
 	c := setup(&cobra.Command{
@@ -43,12 +44,12 @@ func attachCommand() *cobra.Command {
 				return err
 			}
 			defer closeLog()
-			d, err := buildNamespace(cfg, log)
+			d, err := buildNamespace(cfg, reg, log)
 			if err != nil {
 				return fmt.Errorf("attach: %w", err)
 			}
 			defer d.close(log)
-			err = catch.Attach(d.ns, pid, catch.Options{Prefix: cf.prefix, Log: log, Roots: d.roots, URLName: urlName})
+			err = catch.Attach(d.ns, pid, catch.Options{Prefix: cf.prefix, Log: log, Roots: d.roots, URLName: urlName(reg)})
 			if err != nil {
 				return fmt.Errorf("attach: %w", err)
 			}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"wirefs/internal/protocols"
 )
 
 // Exit statuses: a command that failed while running exits 1, a bad
@@ -79,12 +81,14 @@ func usageLine(e *usageError) string {
 }
 
 // newRoot builds the command tree. args is the whole command line, which
-// mount passes again to the daemon it starts.
+// mount passes again to the daemon it starts. The protocol registry is
+// built here, once, and handed to the commands that serve remote files.
 func newRoot(args []string) *cobra.Command {
+	reg := protocols.Remote()
 	root := &cobra.Command{
 		Use:           "wirefs",
 		Short:         "the network as a file system",
-		Long:          rootLong,
+		Long:          rootLong(reg),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// wirefs alone prints the usage on stderr and exits 2.
@@ -125,22 +129,32 @@ func newRoot(args []string) *cobra.Command {
 		fmt.Fprint(c.OutOrStdout(), commandUsage(c))
 	})
 	root.AddCommand(
-		mountCommand(&mountOptions{}, args),
+		mountCommand(&mountOptions{protocols: reg}, args),
 		umountCommand(),
-		runCommand(),
-		attachCommand(),
+		runCommand(reg),
+		attachCommand(reg),
 		versionCommand(),
 		completionCommand(),
 	)
 	return root
 }
 
-const rootLong = `Under MOUNTPOINT: tcp/ and udp/ (open = connect, bind or accept; names are
+// rootLong is the text under the root's usage: what the namespace shows,
+// with the roots of reg's protocols.
+func rootLong(reg *protocols.Registry) string {
+	roots := reg.Schemes()
+	for i := range roots {
+		roots[i] += "/"
+	}
+	if n := len(roots); n > 1 {
+		roots = append(roots[:n-2], roots[n-2]+" and "+roots[n-1])
+	}
+	text := `Under MOUNTPOINT: tcp/ and udp/ (open = connect, bind or accept; names are
 addresses as in "host:port", "8000", "[::1]:80"), dns/NAME (addresses),
-remote files in http/, https/, ftp/, ftps/, sftp/ and 9p/ (as in
-"sftp/me@host/home/me/src"), and the prefixes of ~/.config/wirefs/mounts.
-Manual: docs/wirefs.md.
-`
+remote files in ` + strings.Join(roots, ", ") + ` (as in "sftp/me@host/home/me/src"),
+and the prefixes of ~/.config/wirefs/mounts. Manual: docs/wirefs.md.`
+	return strings.Join(wrap(text, helpWidth-4), "\n") + "\n"
+}
 
 // normalizeName lets options be spelled with _ as in -o (--allow_other),
 // and keeps the old spelling --v of --verbose.
@@ -194,16 +208,14 @@ func mountHelperArgs(args []string) []string {
 	return args
 }
 
-// commandNames are the first words wirefs takes as commands, not as a
-// mount source.
-var commandNames = []string{"mount", "umount", "unmount", "run", "attach", "version", "completion", "help",
-	cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd}
-
+// isCommand reports whether s is a first word wirefs takes as a command,
+// not as a mount source: a command of newRoot or an alias (a test keeps
+// the two equal), help, or cobra's completion requests.
 func isCommand(s string) bool {
-	for _, n := range commandNames {
-		if s == n {
-			return true
-		}
+	switch s {
+	case "mount", "umount", "unmount", "run", "attach", "version", "completion", "help",
+		cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
+		return true
 	}
 	return false
 }

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	fusedoor "wirefs/internal/door/fuse"
+	"wirefs/internal/protocols"
 )
 
 // readyFDEnv names the descriptor on which a daemonized child reports
@@ -33,6 +34,7 @@ type mountOptions struct {
 	logFile    string
 	debugFUSE  bool
 	ns         nsConfig
+	protocols  *protocols.Registry
 	flags      mountFlags
 	opts       optionsFlag
 }
@@ -105,7 +107,7 @@ func (o *mountOptions) mount(arg string, args []string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 
-	d, err := buildNamespace(o.ns, log)
+	d, err := buildNamespace(o.ns, o.protocols, log)
 	if err != nil {
 		ready(err)
 		return err
@@ -277,7 +279,7 @@ func umountCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return systemUnmounter.unmount(mnt)
+			return systemUnmounter().unmount(mnt)
 		},
 	})
 }
@@ -291,10 +293,14 @@ type unmounter struct {
 	run      func(prog string, args ...string) ([]byte, error)
 }
 
-var systemUnmounter = unmounter{
-	umount:   func(dir string) error { return unix.Unmount(dir, 0) },
-	lookPath: exec.LookPath,
-	run:      func(prog string, args ...string) ([]byte, error) { return exec.Command(prog, args...).CombinedOutput() },
+// systemUnmounter is the unmounter of the system: umount(2) and the
+// helpers on $PATH.
+func systemUnmounter() unmounter {
+	return unmounter{
+		umount:   func(dir string) error { return unix.Unmount(dir, 0) },
+		lookPath: exec.LookPath,
+		run:      func(prog string, args ...string) ([]byte, error) { return exec.Command(prog, args...).CombinedOutput() },
+	}
 }
 
 func (u unmounter) unmount(mnt string) error {

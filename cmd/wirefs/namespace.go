@@ -17,13 +17,10 @@ import (
 	"wirefs/internal/cache"
 	"wirefs/internal/config"
 	"wirefs/internal/ns"
+	"wirefs/internal/protocols"
 	"wirefs/internal/provider/ctl"
 	"wirefs/internal/provider/dns"
-	"wirefs/internal/provider/ftp"
-	"wirefs/internal/provider/http"
 	"wirefs/internal/provider/netstream"
-	"wirefs/internal/provider/ninep"
-	"wirefs/internal/provider/sftp"
 	"wirefs/internal/remote"
 	"wirefs/internal/resolve"
 )
@@ -67,22 +64,9 @@ type daemonNamespace struct {
 	kernel func()
 }
 
-// dialers are the remote-file protocols by namespace root.
-var dialers = map[string]struct {
-	dial remote.Dialer
-	tls  bool
-}{
-	"http":  {http.Dial, false},
-	"https": {http.Dial, true},
-	"ftp":   {ftp.Dial, false},
-	"ftps":  {ftp.Dial, true},
-	"sftp":  {sftp.Dial, false},
-	"9p":    {ninep.Dial, false},
-}
-
-// buildNamespace mounts the providers at their implicit roots and the
-// user's mount points from the config file.
-func buildNamespace(c nsConfig, log *slog.Logger) (*daemonNamespace, error) {
+// buildNamespace mounts the providers at their implicit roots (one per
+// protocol of reg) and the user's mount points from the config file.
+func buildNamespace(c nsConfig, reg *protocols.Registry, log *slog.Logger) (*daemonNamespace, error) {
 	// Without a home (a service with no $HOME) the network still works:
 	// remote files just find no ~/.ssh, ~/.netrc or mount-point file.
 	home, _ := os.UserHomeDir()
@@ -118,7 +102,7 @@ func buildNamespace(c nsConfig, log *slog.Logger) (*daemonNamespace, error) {
 		file = config.DefaultFile(home)
 	}
 	if file != "" {
-		if table, err = config.Load(file, required); err != nil {
+		if table, err = config.Load(file, required, reg); err != nil {
 			return nil, err
 		}
 	}
@@ -131,19 +115,20 @@ func buildNamespace(c nsConfig, log *slog.Logger) (*daemonNamespace, error) {
 	d.ns.Mount("dns", dns.Dir(res))
 	d.ns.Mount(".wirefs", ctl.Dir(streams.Live, d.dropCaches, files.WriteStatus))
 
-	defaults := config.Options{}
+	cli := c.options()
 	servers := map[string]ns.Dir{}
-	for scheme, p := range dialers {
-		servers[scheme] = files.Servers(scheme, p.dial, c.remoteOptions(home, p.tls, defaults, log), c.cacheOptions(scheme, defaults, table.Files))
-		d.ns.Mount(scheme, servers[scheme])
-		d.roots = append(d.roots, scheme)
+	for _, p := range reg.All() {
+		servers[p.Scheme] = files.Servers(p.Scheme, p.Dial, remoteOptions(home, p, cli, log), cacheOptions(p, cli, table.Files))
+		d.ns.Mount(p.Scheme, servers[p.Scheme])
+		d.roots = append(d.roots, p.Scheme)
 	}
 	for _, m := range table.Mounts {
 		// A mount with options of its own gets sessions of its own.
 		root := servers[m.Root.Scheme]
-		if len(m.Opts.Set) > 0 {
-			p := dialers[m.Root.Scheme]
-			root = files.Servers(m.Root.Scheme+"@"+m.Prefix, p.dial, c.remoteOptions(home, p.tls, m.Opts, log), c.cacheOptions(m.Root.Scheme, m.Opts, table.Files))
+		if !m.Opts.Empty() {
+			p, _ := reg.Lookup(m.Root.Scheme) // the parser checked it
+			o := m.Opts.Over(cli)
+			root = files.Servers(m.Root.Scheme+"@"+m.Prefix, p.Dial, remoteOptions(home, p, o, log), cacheOptions(p, o, table.Files))
 		}
 		d.ns.Mount(m.Prefix, ns.Alias(root, m.Root.Server+m.Root.Path))
 		d.roots = append(d.roots, m.Prefix)
@@ -152,59 +137,38 @@ func buildNamespace(c nsConfig, log *slog.Logger) (*daemonNamespace, error) {
 	return d, nil
 }
 
-// cacheOptions are the cache settings of a protocol's sessions: the
-// command line's, a mount line's options, and the per-file lines of the
-// protocol (keyed "SERVER/PATH", "SERVER/PATH/" for a subtree).
-func (c nsConfig) cacheOptions(scheme string, o config.Options, perFile []config.File) cache.Options {
-	co := cache.Options{TRead: c.tRead, TWrite: c.tWrite, AgePercent: o.AgePercent,
-		DirTTL: o.DirTTL, ReadAhead: o.ReadAhead, ReadOnly: o.ReadOnly, Files: map[string]cache.FileOptions{}}
+// options are the command line's settings of remote files: the lowest
+// level of the options model (config.Options.Over), where every option
+// that has a flag is given (its default, if nothing else).
+func (c nsConfig) options() config.Options {
+	return config.Options{TRead: &c.tRead, TWrite: &c.tWrite, ReadTimeout: &c.readTimeout,
+		ConnectTimeout: &c.connectTimeout, AcceptNewHostKeys: &c.acceptNewKeys}
+}
+
+// cacheOptions are the cache settings of sessions of protocol p with the
+// options o (the command line's, or a mount line's over them), and the
+// per-file lines of the protocol (keyed "SERVER/PATH", "SERVER/PATH/" for
+// a subtree), which the cache puts over o file by file.
+func cacheOptions(p protocols.Protocol, o config.Options, perFile []config.File) cache.Options {
+	co := cache.Options{TRead: o.TRead, TWrite: o.TWrite, AgePercent: o.AgePercent, DirTTL: o.DirTTL,
+		ReadAhead: o.ReadAhead, ReadOnly: config.Value(o.ReadOnly) || !p.Writable, Files: map[string]cache.FileOptions{}}
 	for _, f := range perFile {
-		if f.Root.Scheme != scheme {
+		if f.Root.Scheme != p.Scheme {
 			continue
 		}
 		key := f.Root.Server + f.Root.Path
 		if f.Subtree && !strings.HasSuffix(key, "/") {
 			key += "/"
 		}
-		fo := cache.FileOptions{TRead: f.TRead, TWrite: f.TWrite}
-		if fo.TRead != nil && *fo.TRead == 0 {
-			none := time.Duration(-1) // the cache's "validate on every open"
-			fo.TRead = &none
-		}
-		co.Files[key] = fo
-	}
-	if o.Set["t_read"] {
-		co.TRead = o.TRead
-	}
-	if o.Set["t_write"] {
-		co.TWrite = o.TWrite
-	}
-	// In the cache a zero field means its default and a negative one
-	// means none; here 0 says "none" (validate on every open).
-	for _, f := range []struct {
-		d   *time.Duration
-		set bool
-	}{{&co.TRead, true}, {&co.DirTTL, o.Set["dir_ttl"]}} {
-		if f.set && *f.d == 0 {
-			*f.d = -1
-		}
-	}
-	if o.Set["read_ahead"] && co.ReadAhead == 0 {
-		co.ReadAhead = -1
+		co.Files[key] = cache.FileOptions{TRead: f.Opts.TRead, TWrite: f.Opts.TWrite}
 	}
 	return co
 }
 
-func (c nsConfig) remoteOptions(home string, tls bool, o config.Options, log *slog.Logger) remote.Options {
-	ro := remote.Options{Log: log, ConnectTimeout: c.connectTimeout, Timeout: c.readTimeout,
-		Home: home, TLS: tls, AcceptNewHostKeys: c.acceptNewKeys || o.AcceptNewHostKeys, Askpass: askpass}
-	if o.Set["read_timeout"] {
-		ro.Timeout = o.ReadTimeout
-	}
-	if o.Set["connect_timeout"] {
-		ro.ConnectTimeout = o.ConnectTimeout
-	}
-	return ro
+// remoteOptions are the session settings of protocol p with the options o.
+func remoteOptions(home string, p protocols.Protocol, o config.Options, log *slog.Logger) remote.Options {
+	return remote.Options{Log: log, ConnectTimeout: config.Value(o.ConnectTimeout), Timeout: config.Value(o.ReadTimeout),
+		Home: home, TLS: p.TLS, AcceptNewHostKeys: config.Value(o.AcceptNewHostKeys), Askpass: askpass}
 }
 
 // askpass asks the program named by $WIREFS_ASKPASS (or $SSH_ASKPASS), as

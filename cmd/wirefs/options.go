@@ -81,20 +81,25 @@ type mountFlags struct {
 	noExec   bool // noexec: no program on it may be executed
 }
 
-// ignoredOptions are the generic options that wirefs has no use for. Most
+// ignoredOption reports whether name is one of the generic options that
+// wirefs has no use for. Most
 // are mount(8)'s own (mount.fuse3 drops some of them, mount(8) others
 // before a helper sees them; a command line may still pass them); suid
 // and dev are added by mount.fuse3 whenever nosuid and nodev are not
 // given, but a wirefs mount is always nosuid and nodev, as every FUSE
 // mount of fusermount3 is; the atime options concern times the servers
 // keep.
-var ignoredOptions = map[string]bool{
-	"defaults": true, "auto": true, "noauto": true, "user": true, "nouser": true, "users": true,
-	"owner": true, "group": true, "nofail": true, "_netdev": true, "comment": true,
-	"async": true,
-	"suid":  true, "nosuid": true, "dev": true, "nodev": true,
-	"atime": true, "noatime": true, "diratime": true, "nodiratime": true, "relatime": true,
-	"norelatime": true, "strictatime": true, "nostrictatime": true, "lazytime": true, "nolazytime": true,
+func ignoredOption(name string) bool {
+	switch name {
+	case "defaults", "auto", "noauto", "user", "nouser", "users",
+		"owner", "group", "nofail", "_netdev", "comment",
+		"async",
+		"suid", "nosuid", "dev", "nodev",
+		"atime", "noatime", "diratime", "nodiratime", "relatime",
+		"norelatime", "strictatime", "nostrictatime", "lazytime", "nolazytime":
+		return true
+	}
+	return false
 }
 
 // generic handles the generic mount options of -o.
@@ -115,7 +120,7 @@ func (m *mountFlags) generic(name, value string, hasValue bool) (bool, error) {
 	case "exec":
 		m.noExec = false
 	default:
-		return ignoredOptions[name], nil
+		return ignoredOption(name), nil
 	}
 	return true, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"wirefs/internal/config"
 	"wirefs/internal/door/catch"
+	"wirefs/internal/protocols"
 )
 
 const runLong = `Run CMD, and every process it starts, with the wirefs namespace visible at
@@ -32,7 +33,7 @@ wirefs (getcwd shows its name). Manual: docs/wirefs.md.
 // runCommand is wirefs run [options] -- CMD ARGS…: CMD and its
 // descendants see the namespace at --prefix through the catcher door,
 // with no mount visible and no privilege. wirefs exits with CMD's status.
-func runCommand() *cobra.Command {
+func runCommand(reg *protocols.Registry) *cobra.Command {
 	var cf catcherFlags
 	var cfg nsConfig
 	var syncWake bool
@@ -53,13 +54,13 @@ func runCommand() *cobra.Command {
 				return err
 			}
 			defer closeLog()
-			d, err := buildNamespace(cfg, log)
+			d, err := buildNamespace(cfg, reg, log)
 			if err != nil {
 				return fmt.Errorf("run: %w", err)
 			}
 			status, err := catch.Run(d.ns, catch.Options{
 				Prefix: cf.prefix, Args: args, Log: log, NoSyncWakeUp: !syncWake,
-				Roots: d.roots, URLName: urlName,
+				Roots: d.roots, URLName: urlName(reg),
 			})
 			d.close(log)
 			if err != nil {
@@ -77,17 +78,19 @@ func runCommand() *cobra.Command {
 	return c
 }
 
-// urlName maps a URL name ("sftp://me@host/dir/f") to its namespace name
-// ("sftp/me@host/dir/f").
-func urlName(name string) (string, bool) {
-	r, err := config.ParseRoot(name)
-	if err != nil {
-		return "", false
+// urlName maps a URL name of a protocol of schemes
+// ("sftp://me@host/dir/f") to its namespace name ("sftp/me@host/dir/f").
+func urlName(schemes config.Schemes) func(name string) (string, bool) {
+	return func(name string) (string, bool) {
+		r, err := config.ParseRoot(name, schemes)
+		if err != nil {
+			return "", false
+		}
+		if r.Path == "/" {
+			return r.Scheme + "/" + r.Server, true
+		}
+		return r.Scheme + "/" + r.Server + r.Path, true
 	}
-	if r.Path == "/" {
-		return r.Scheme + "/" + r.Server, true
-	}
-	return r.Scheme + "/" + r.Server + r.Path, true
 }
 
 // catcherFlags are the options run and attach share besides the

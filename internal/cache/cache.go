@@ -66,26 +66,28 @@ const (
 	maxRetry           = 5 * time.Minute
 )
 
-// Options are the consistency and transfer settings of one mount. The zero
-// value means the defaults.
+// Options are the consistency and transfer settings of one mount. Every
+// pointer field is optional: nil means the default the field names; a
+// value given is used as it is, zero included (TRead 0 validates on every
+// open). The zero Options are the defaults. Negative values count as 0.
 type Options struct {
 	// TRead: attributes and data are trusted this long after they were
-	// validated with the server (default 30s). Negative means T_read = 0:
-	// validate on every open.
-	TRead time.Duration
-	// AgePercent, when > 0, bounds the trust further as in Alex: a file
-	// whose mtime is age old is trusted for min(TRead, age*AgePercent/100),
-	// because old files change less often.
-	AgePercent int
-	// TWrite: write-back delay after close. 0 (the default) writes
-	// through at close: when close(2) returns, the server has the file.
-	TWrite time.Duration
-	// DirTTL: how long directory listings are trusted (default TRead;
-	// negative: not at all).
-	DirTTL time.Duration
-	// ReadAhead: bytes fetched beyond a miss (default 1 MiB, doubling on
-	// sequential misses up to 8 MiB; negative: none).
-	ReadAhead int64
+	// validated with the server. nil: DefaultTRead; 0: validate on every
+	// open.
+	TRead *time.Duration
+	// AgePercent bounds the trust further as in Alex: a file whose mtime
+	// is age old is trusted for min(TRead, age*AgePercent/100), because
+	// old files change less often. nil or 0: off.
+	AgePercent *int
+	// TWrite: write-back delay after close. nil or 0: write through at
+	// close: when close(2) returns, the server has the file.
+	TWrite *time.Duration
+	// DirTTL: how long directory listings are trusted. nil: TRead; 0: not
+	// at all.
+	DirTTL *time.Duration
+	// ReadAhead: bytes fetched beyond a miss, doubling on sequential
+	// misses up to 8 MiB. nil: DefaultReadAhead; 0: none.
+	ReadAhead *int64
 	// ReadOnly refuses every change with EROFS even when the backend can
 	// write.
 	ReadOnly bool
@@ -97,34 +99,46 @@ type Options struct {
 	Files map[string]FileOptions
 }
 
-// FileOptions are per-file consistency bounds; nil fields keep the mount's.
-// A negative TRead means 0 (validate on every open).
+// FileOptions are per-file consistency bounds, over the mount's: a nil
+// field keeps the mount's value, a value given is used as it is (TRead 0:
+// validate on every open; TWrite 0: write through at close).
 type FileOptions struct {
 	TRead, TWrite *time.Duration
 }
 
-func (o Options) withDefaults() Options {
-	switch {
-	case o.TRead == 0:
-		o.TRead = DefaultTRead
-	case o.TRead < 0:
-		o.TRead = 0
+// settings are Options with the defaults applied: what a tree uses.
+type settings struct {
+	TRead, TWrite, DirTTL time.Duration
+	AgePercent            int
+	ReadAhead             int64
+	ReadOnly              bool
+	Files                 map[string]FileOptions
+}
+
+func (o Options) settings() settings {
+	s := settings{TRead: DefaultTRead, ReadAhead: DefaultReadAhead, ReadOnly: o.ReadOnly, Files: o.Files}
+	set(&s.TRead, o.TRead)
+	s.DirTTL = s.TRead
+	set(&s.DirTTL, o.DirTTL)
+	set(&s.TWrite, o.TWrite)
+	set(&s.ReadAhead, o.ReadAhead)
+	set(&s.AgePercent, o.AgePercent)
+	return s
+}
+
+// set sets *v to *p, when p is given, and not below 0.
+func set[T time.Duration | int | int64](v *T, p *T) {
+	if p != nil {
+		*v = max(*p, 0)
 	}
-	switch {
-	case o.DirTTL == 0:
-		o.DirTTL = o.TRead
-	case o.DirTTL < 0:
-		o.DirTTL = 0
-	}
-	switch {
-	case o.ReadAhead == 0:
-		o.ReadAhead = DefaultReadAhead
-	case o.ReadAhead < 0:
-		o.ReadAhead = 0
-	}
-	o.TWrite = max(o.TWrite, 0)
-	o.AgePercent = max(o.AgePercent, 0)
-	return o
+}
+
+// Bounds returns T_read and T_write of the file key ("SERVER/PATH", as the
+// keys of Files) under o: the mount's, or those of the longest key of
+// Files that matches, each field the per-file line leaves unset keeping
+// the mount's.
+func (o Options) Bounds(key string) (tread, twrite time.Duration) {
+	return o.settings().bounds(key)
 }
 
 // Cache is the on-disk cache shared by every mounted server.

@@ -145,7 +145,7 @@ func TestLazyOpenMakesNoServerCall(t *testing.T) {
 	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)
 	b.put(t, "/a.txt", []byte("hello"))
-	root := c.Root("local://a", b, Options{TRead: time.Hour})
+	root := c.Root("local://a", b, Options{TRead: new(time.Hour)})
 	if got := cat(t, root, "a.txt"); string(got) != "hello" {
 		t.Fatalf("read %q", got)
 	}
@@ -174,7 +174,7 @@ func TestRevalidationAfterTReadSeesChange(t *testing.T) {
 	b := newLocalBackend(t)
 	b.put(t, "/f", []byte("old"))
 	const tread = time.Second
-	root := c.Root("local://r", b, Options{TRead: tread})
+	root := c.Root("local://r", b, Options{TRead: new(tread)})
 	start := time.Now()
 	if got := cat(t, root, "f"); string(got) != "old" {
 		t.Fatalf("read %q", got)
@@ -196,7 +196,7 @@ func TestAgePercentShortensTrust(t *testing.T) {
 	// A file changed 10s ago is trusted for 1% of that: 100ms.
 	old := time.Now().Add(-10 * time.Second)
 	os.Chtimes(b.local("/young"), old, old)
-	root := c.Root("local://age", b, Options{TRead: time.Hour, AgePercent: 1})
+	root := c.Root("local://age", b, Options{TRead: new(time.Hour), AgePercent: new(1)})
 	if got := cat(t, root, "young"); string(got) != "v1" {
 		t.Fatalf("read %q", got)
 	}
@@ -213,7 +213,7 @@ func TestPartialReadFetchesOnlyTheRange(t *testing.T) {
 	data := pattern(20 << 20)
 	b.put(t, "/big", data)
 	const ra = 64 << 10
-	root := c.Root("local://p", b, Options{ReadAhead: ra})
+	root := c.Root("local://p", b, Options{ReadAhead: new(int64(ra))})
 	h := openNode(t, lookup(t, root, "big"), os.O_RDONLY)
 	defer h.Close()
 	buf := make([]byte, 4096)
@@ -278,7 +278,7 @@ func TestCompleteFileIsKernelObject(t *testing.T) {
 	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)
 	b.put(t, "/k", []byte("kernel bytes"))
-	root := c.Root("local://k", b, Options{TRead: time.Hour})
+	root := c.Root("local://k", b, Options{TRead: new(time.Hour)})
 	h := openNode(t, lookup(t, root, "k"), os.O_RDONLY)
 	if _, ok := h.(ns.KernelObject); ok {
 		t.Fatal("a file not yet cached is a kernel object")
@@ -380,7 +380,7 @@ func TestWriteThroughAtFlush(t *testing.T) {
 func TestHoleInNewFileIsLocal(t *testing.T) {
 	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)
-	root := c.Root("local://hole", b, Options{TWrite: time.Hour})
+	root := c.Root("local://hole", b, Options{TWrite: new(time.Hour)})
 	_, h, err := root.(ns.Creator).Create(bg, ns.Caller{}, "a.o", os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -407,7 +407,7 @@ func TestDelayedWriteBackCoalesces(t *testing.T) {
 	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)
 	b.put(t, "/d", []byte("original"))
-	root := c.Root("local://d", b, Options{TWrite: 500 * time.Millisecond})
+	root := c.Root("local://d", b, Options{TWrite: new(500 * time.Millisecond)})
 	n := lookup(t, root, "d")
 	var last []byte
 	for i := range 3 {
@@ -526,7 +526,7 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	// TWrite keeps the changes in the cache; the daemon then "dies":
 	// no Flush, no Close.
-	root := c1.Root("local://crash", b, Options{TWrite: time.Hour})
+	root := c1.Root("local://crash", b, Options{TWrite: new(time.Hour)})
 	_, h, err := root.(ns.Creator).Create(bg, ns.Caller{}, "new", os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -595,7 +595,7 @@ func TestEvictionKeepsLimitAndDirtyData(t *testing.T) {
 	for i := range 6 {
 		b.put(t, fmt.Sprintf("/f%d", i), pattern(40<<10))
 	}
-	root := c.Root("local://e", b, Options{TRead: time.Hour, TWrite: time.Hour})
+	root := c.Root("local://e", b, Options{TRead: new(time.Hour), TWrite: new(time.Hour)})
 	dirty := pattern(150 << 10)
 	writeNew(t, root, "dirty", dirty)
 	onDisk := func() (n int64) {
@@ -668,7 +668,7 @@ func TestDropForcesRevalidation(t *testing.T) {
 	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)
 	b.put(t, "/dir/f", []byte("one"))
-	root := c.Root("local://drop", b, Options{TRead: time.Hour})
+	root := c.Root("local://drop", b, Options{TRead: new(time.Hour)})
 	if got := cat(t, root, "dir/f"); string(got) != "one" {
 		t.Fatalf("read %q", got)
 	}
@@ -846,7 +846,7 @@ func TestTruncateClosedFile(t *testing.T) {
 func TestMkdirRenameRemove(t *testing.T) {
 	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)
-	root := c.Root("local://m", b, Options{TRead: time.Hour})
+	root := c.Root("local://m", b, Options{TRead: new(time.Hour)})
 	if _, err := root.ReadDir(bg); err != nil {
 		t.Fatal(err)
 	}
@@ -990,7 +990,7 @@ func TestNoLeaksAfterClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := c.Root("local://leak", b, Options{TWrite: time.Hour})
+	root := c.Root("local://leak", b, Options{TWrite: new(time.Hour)})
 	cat(t, root, "r") // read-ahead, eviction
 	lookup(t, root, "dir").(ns.Dir).ReadDir(bg)
 	writeNew(t, root, "dir/y", []byte("pending")) // a delayed write-back: Close stores it
@@ -1024,7 +1024,7 @@ func TestUnknownSizeIsStatedBeforeRead(t *testing.T) {
 	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)
 	b.put(t, "/page", []byte("twelve bytes"))
-	root := c.Root("local://html", sizelessList{b}, Options{TRead: time.Hour})
+	root := c.Root("local://html", sizelessList{b}, Options{TRead: new(time.Hour)})
 	ents, err := root.ReadDir(bg)
 	if err != nil || len(ents) != 1 || ents[0].Attr.Size != 0 {
 		t.Fatalf("listing: %v %v", ents, err)
@@ -1133,7 +1133,7 @@ func TestCleanDataSurvivesRestartAndIsRevalidated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := c1.Root("local://restart", b, Options{TRead: time.Hour})
+	root := c1.Root("local://restart", b, Options{TRead: new(time.Hour)})
 	cat(t, root, "same")
 	cat(t, root, "other")
 	c1.Close()
@@ -1144,7 +1144,7 @@ func TestCleanDataSurvivesRestartAndIsRevalidated(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c2.Close()
-	root = c2.Root("local://restart", b, Options{TRead: time.Hour})
+	root = c2.Root("local://restart", b, Options{TRead: new(time.Hour)})
 	stats, reads := b.n("Stat"), b.n("ReadRange")
 	if got := cat(t, root, "same"); string(got) != "unchanged" {
 		t.Fatalf("read %q", got)
@@ -1161,7 +1161,7 @@ func TestRenameDirectoryMovesCachedFiles(t *testing.T) {
 	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)
 	b.put(t, "/a/x", []byte("inside"))
-	root := c.Root("local://rd", b, Options{TRead: time.Hour})
+	root := c.Root("local://rd", b, Options{TRead: new(time.Hour)})
 	cat(t, root, "a/x")
 	if err := root.(ns.Renamer).Rename(bg, "a", root, "b"); err != nil {
 		t.Fatal(err)
@@ -1203,7 +1203,7 @@ func TestCleanRecordIsOneFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := c.Root("local://one", b, Options{TRead: time.Hour})
+	root := c.Root("local://one", b, Options{TRead: new(time.Hour)})
 	for _, p := range []string{"a", "b", "c"} {
 		cat(t, root, p)
 	}

@@ -16,7 +16,7 @@ import (
 func TestCreateRacingCreate(t *testing.T) {
 	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)
-	root := c.Root("local://create", b, Options{TWrite: time.Hour})
+	root := c.Root("local://create", b, Options{TWrite: new(time.Hour)})
 	d := root.(*dir)
 	first, h1, err := d.Create(bg, ns.Caller{}, "log", os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
@@ -76,7 +76,7 @@ func TestUnlinkedWhileOpen(t *testing.T) {
 	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)
 	b.put(t, "/f", []byte("0123456789"))
-	root := c.Root("local://unlinked", b, Options{ReadAhead: 1})
+	root := c.Root("local://unlinked", b, Options{ReadAhead: new(int64(1))})
 	n := lookup(t, root, "f")
 	r := openNode(t, n, os.O_RDONLY)
 	w := openNode(t, n, os.O_RDWR)

@@ -57,7 +57,7 @@ func TestOrphanedSlotWrittenBack(t *testing.T) {
 	}
 	defer daemons[0].Close()
 	dead := daemons[2]
-	root := dead.Root("local://orphan", b, Options{TWrite: time.Hour})
+	root := dead.Root("local://orphan", b, Options{TWrite: new(time.Hour)})
 	_, h, err := root.(ns.Creator).Create(bg, ns.Caller{}, "left", os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ type tree struct {
 	key  string
 	b    remote.Backend
 	w    remote.Writer // nil: every change is EROFS
-	o    Options
+	o    settings
 	dir  string // session directory on disk
 	root *dir
 
@@ -47,8 +47,8 @@ type tree struct {
 	wg      sync.WaitGroup
 }
 
-func newTree(c *Cache, key string, b remote.Backend, o Options) *tree {
-	o = o.withDefaults()
+func newTree(c *Cache, key string, b remote.Backend, opts Options) *tree {
+	o := opts.settings()
 	w, _ := b.(remote.Writer)
 	if o.ReadOnly {
 		w = nil
@@ -184,21 +184,21 @@ func (t *tree) remaining(checked time.Time, epoch int64, bound time.Duration) ti
 
 // bounds are T_read and T_write of the file at server path p: the mount's,
 // or those of the longest per-file key that matches p.
-func (t *tree) bounds(p string) (tread, twrite time.Duration) {
-	tread, twrite = t.o.TRead, t.o.TWrite
+func (t *tree) bounds(p string) (tread, twrite time.Duration) { return t.o.bounds(p) }
+
+// bounds are T_read and T_write of the file at p, a key of s.Files' form:
+// the mount's, or those the longest matching key of s.Files gives.
+func (s settings) bounds(p string) (tread, twrite time.Duration) {
+	tread, twrite = s.TRead, s.TWrite
 	best := -1
-	for k, fo := range t.o.Files {
+	for k, fo := range s.Files {
 		if len(k) <= best || !(k == p || strings.HasSuffix(k, "/") && strings.HasPrefix(p, k)) {
 			continue
 		}
 		best = len(k)
-		tread, twrite = t.o.TRead, t.o.TWrite
-		if fo.TRead != nil {
-			tread = max(*fo.TRead, 0)
-		}
-		if fo.TWrite != nil {
-			twrite = max(*fo.TWrite, 0)
-		}
+		tread, twrite = s.TRead, s.TWrite
+		set(&tread, fo.TRead)
+		set(&twrite, fo.TWrite)
 	}
 	return tread, twrite
 }

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,8 +27,13 @@ import (
 	"wirefs/internal/remote/addr"
 )
 
-// Schemes are the protocols a remote root may name, as namespace roots.
-var Schemes = map[string]bool{"http": true, "https": true, "ftp": true, "ftps": true, "sftp": true, "9p": true}
+// Schemes are the protocols a remote root may name, in the order an error
+// lists them; the command's protocol registry (protocols.Remote) is the
+// one set wirefs uses.
+type Schemes interface {
+	Has(scheme string) bool
+	Schemes() []string
+}
 
 // Root is a remote root: protocol, server ("[user@]host[:port]") and the
 // server path ("/..."), as parsed from "sftp://me@host:22/home/me".
@@ -41,11 +47,13 @@ type Root struct {
 func (r Root) String() string { return r.Scheme + "://" + r.Server + r.Path }
 
 // ParseRoot parses a URL name such as "http://host/x", "ftp://me@h/pub" or
-// "sftp://alias/home/me". The path is cleaned; it never leaves "/".
-func ParseRoot(s string) (Root, error) {
+// "sftp://alias/home/me" whose scheme is one of schemes. The path is
+// cleaned; it never leaves "/".
+func ParseRoot(s string, schemes Schemes) (Root, error) {
 	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok || !Schemes[scheme] {
-		return Root{}, fmt.Errorf("%q: not a remote root (want SCHEME://[USER@]HOST[:PORT]/PATH with SCHEME one of http, https, ftp, ftps, sftp, 9p)", s)
+	if !ok || !schemes.Has(scheme) {
+		return Root{}, fmt.Errorf("%q: not a remote root (want SCHEME://[USER@]HOST[:PORT]/PATH with SCHEME one of %s)",
+			s, strings.Join(schemes.Schemes(), ", "))
 	}
 	server, p, _ := strings.Cut(rest, "/")
 	if _, err := addr.Parse(server); err != nil {
@@ -54,18 +62,79 @@ func ParseRoot(s string) (Root, error) {
 	return Root{Scheme: scheme, Server: server, Path: path.Clean("/" + p)}, nil
 }
 
-// Options are the per-mount settings. Zero fields mean the defaults.
+// Options are the settings of remote files at one level of the options
+// model: the command line, a mount line, a per-file line. Every field is
+// optional: nil means "not given at this level", and the level below
+// applies (see Over); a value given is used as it is, zero included, so
+// t_read=0 is "validate on every open", not "unset". Each field names its
+// mount option and says what its zero value means.
 type Options struct {
-	TRead             time.Duration // t_read: trust attributes and data this long
-	TWrite            time.Duration // t_write: write back this long after close
-	AgePercent        int           // age_percent: trust for a percentage of the file's age
-	DirTTL            time.Duration // dir_ttl: directory listings
-	ReadTimeout       time.Duration // read_timeout: a stalled server fails after this
-	ConnectTimeout    time.Duration // connect_timeout
-	ReadAhead         int64         // read_ahead: bytes, with an optional k/m/g suffix
-	ReadOnly          bool          // ro
-	AcceptNewHostKeys bool          // accept_new_host_keys (sftp)
-	Set               map[string]bool
+	// TRead, t_read: attributes, listings and data are trusted this long
+	// after they were validated with the server; 0: validate on every open.
+	TRead *time.Duration
+	// TWrite, t_write: dirty data is written back this long after the
+	// last close; 0: before close(2) returns.
+	TWrite *time.Duration
+	// AgePercent, age_percent (0-100): trust a file at most this percentage
+	// of its age (now - mtime), as in Alex; 0: off.
+	AgePercent *int
+	// DirTTL, dir_ttl: directory listings are trusted this long; 0: not at
+	// all. Unset at every level: TRead.
+	DirTTL *time.Duration
+	// ReadTimeout, read_timeout: a server that makes no progress this long
+	// fails the call with ETIMEDOUT; 0: the protocol's own default.
+	ReadTimeout *time.Duration
+	// ConnectTimeout, connect_timeout: connecting and logging in; 0: the
+	// protocol's own default.
+	ConnectTimeout *time.Duration
+	// ReadAhead, read_ahead: bytes fetched beyond a read that misses the
+	// cache; 0: none.
+	ReadAhead *int64
+	// ReadOnly, ro: refuse every change with EROFS.
+	ReadOnly *bool
+	// AcceptNewHostKeys, accept_new_host_keys: SFTP adds unknown host keys
+	// to known_hosts.
+	AcceptNewHostKeys *bool
+}
+
+// Over is the one merge rule of options: the fields o gives, and base's
+// where o gives none. The levels, lowest first: the command line (whose
+// flags always give their defaults), a mount line (or none, for the
+// protocol roots), a per-file line (t_read and t_write only; the cache
+// applies it, cache.FileOptions):
+//
+//	effective := fileLine.Over(mountLine.Over(commandLine))
+func (o Options) Over(base Options) Options {
+	return Options{
+		TRead:             or(o.TRead, base.TRead),
+		TWrite:            or(o.TWrite, base.TWrite),
+		AgePercent:        or(o.AgePercent, base.AgePercent),
+		DirTTL:            or(o.DirTTL, base.DirTTL),
+		ReadTimeout:       or(o.ReadTimeout, base.ReadTimeout),
+		ConnectTimeout:    or(o.ConnectTimeout, base.ConnectTimeout),
+		ReadAhead:         or(o.ReadAhead, base.ReadAhead),
+		ReadOnly:          or(o.ReadOnly, base.ReadOnly),
+		AcceptNewHostKeys: or(o.AcceptNewHostKeys, base.AcceptNewHostKeys),
+	}
+}
+
+func or[T any](p, base *T) *T {
+	if p != nil {
+		return p
+	}
+	return base
+}
+
+// Empty reports whether o gives no option.
+func (o Options) Empty() bool { return o == Options{} }
+
+// Value is *p, or the zero value when p is nil.
+func Value[T any](p *T) T {
+	var v T
+	if p != nil {
+		v = *p
+	}
+	return v
 }
 
 // Mount is one mount-point line of the file.
@@ -77,12 +146,12 @@ type Mount struct {
 }
 
 // File is a "file URL t_read=... t_write=..." line: consistency bounds for
-// one file, or for a subtree when Subtree (the URL ended in "/").
+// one file, or for a subtree when Subtree (the URL ended in "/"). Opts
+// gives TRead and/or TWrite, nothing else.
 type File struct {
 	Root    Root
 	Subtree bool
-	TRead   *time.Duration
-	TWrite  *time.Duration
+	Opts    Options
 	Line    int
 }
 
@@ -92,8 +161,9 @@ type Table struct {
 	Files  []File
 }
 
-// Parse reads the text of a mount file. Errors name the line.
-func Parse(text string) (Table, error) {
+// Parse reads the text of a mount file, whose remote roots name schemes.
+// Errors name the line.
+func Parse(text string, schemes Schemes) (Table, error) {
 	var out Table
 	for i, line := range strings.Split(text, "\n") {
 		if c := strings.IndexByte(line, '#'); c >= 0 {
@@ -112,7 +182,7 @@ func Parse(text string) (Table, error) {
 			return Table{}, fmt.Errorf("line %d: want PREFIX REMOTE-ROOT [OPTIONS] or file URL OPTIONS", i+1)
 		}
 		if f[0] == "file" {
-			fl, err := parseFile(f[1:])
+			fl, err := parseFile(f[1:], schemes)
 			if err != nil {
 				return Table{}, fmt.Errorf("line %d: %v", i+1, err)
 			}
@@ -124,7 +194,7 @@ func Parse(text string) (Table, error) {
 		if prefix == "" {
 			return Table{}, fmt.Errorf("line %d: the prefix cannot be the root", i+1)
 		}
-		root, err := ParseRoot(f[1])
+		root, err := ParseRoot(f[1], schemes)
 		if err != nil {
 			return Table{}, fmt.Errorf("line %d: %v", i+1, err)
 		}
@@ -138,8 +208,8 @@ func Parse(text string) (Table, error) {
 }
 
 // parseFile parses the words after "file": a URL and bounds.
-func parseFile(words []string) (File, error) {
-	root, err := ParseRoot(words[0])
+func parseFile(words []string, schemes Schemes) (File, error) {
+	root, err := ParseRoot(words[0], schemes)
 	if err != nil {
 		return File{}, err
 	}
@@ -147,66 +217,88 @@ func parseFile(words []string) (File, error) {
 	if err != nil {
 		return File{}, err
 	}
-	fl := File{Root: root, Subtree: strings.HasSuffix(words[0], "/")}
-	for k := range opts.Set {
-		switch k {
-		case "t_read":
-			fl.TRead = &opts.TRead
-		case "t_write":
-			fl.TWrite = &opts.TWrite
-		default:
-			return File{}, fmt.Errorf("option %s is per mount; a file line takes t_read and t_write", k)
+	bounds := Options{TRead: opts.TRead, TWrite: opts.TWrite}
+	if opts != bounds {
+		for _, w := range words[1:] {
+			if k, _, _ := strings.Cut(w, "="); k != "t_read" && k != "t_write" {
+				return File{}, fmt.Errorf("option %s is per mount; a file line takes t_read and t_write", k)
+			}
 		}
 	}
-	if fl.TRead == nil && fl.TWrite == nil {
+	if bounds.Empty() {
 		return File{}, fmt.Errorf("a file line needs t_read or t_write")
 	}
-	return fl, nil
+	return File{Root: root, Subtree: strings.HasSuffix(words[0], "/"), Opts: bounds}, nil
+}
+
+// option is one option of a mounts-file line: its name, and how its value
+// (a flag has none) sets o.
+type option struct {
+	name string
+	flag bool
+	set  func(o *Options, v string) error
+}
+
+// options are the options a mounts-file line takes, in the order an error
+// lists them.
+func options() []option {
+	return []option{
+		{name: "t_read", set: func(o *Options, v string) (err error) { o.TRead, err = duration(v); return err }},
+		{name: "t_write", set: func(o *Options, v string) (err error) { o.TWrite, err = duration(v); return err }},
+		{name: "age_percent", set: func(o *Options, v string) error {
+			n, err := strconv.Atoi(v)
+			if err == nil && (n < 0 || n > 100) {
+				err = fmt.Errorf("not in 0..100")
+			}
+			o.AgePercent = &n
+			return err
+		}},
+		{name: "dir_ttl", set: func(o *Options, v string) (err error) { o.DirTTL, err = duration(v); return err }},
+		{name: "read_timeout", set: func(o *Options, v string) (err error) { o.ReadTimeout, err = duration(v); return err }},
+		{name: "connect_timeout", set: func(o *Options, v string) (err error) { o.ConnectTimeout, err = duration(v); return err }},
+		{name: "read_ahead", set: func(o *Options, v string) error {
+			n, err := ParseSize(v)
+			o.ReadAhead = &n
+			return err
+		}},
+		{name: "ro", flag: true, set: func(o *Options, _ string) error { o.ReadOnly = new(true); return nil }},
+		{name: "accept_new_host_keys", flag: true, set: func(o *Options, _ string) error { o.AcceptNewHostKeys = new(true); return nil }},
+	}
+}
+
+// duration parses a duration that is not negative.
+func duration(v string) (*time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err == nil && d < 0 {
+		err = fmt.Errorf("negative")
+	}
+	return &d, err
 }
 
 // ParseOptions parses "key=value" words (and the flags "ro",
-// "accept_new_host_keys").
+// "accept_new_host_keys"). The options not named stay unset.
 func ParseOptions(words []string) (Options, error) {
-	o := Options{Set: map[string]bool{}}
+	var o Options
+	known := options()
 	for _, w := range words {
 		k, v, hasValue := strings.Cut(w, "=")
-		var err error
-		dur := func(d *time.Duration) {
-			if *d, err = time.ParseDuration(v); err == nil && *d < 0 {
-				err = fmt.Errorf("negative")
+		i := slices.IndexFunc(known, func(op option) bool { return op.name == k })
+		if i < 0 {
+			names := make([]string, len(known))
+			for j, op := range known {
+				names[j] = op.name
 			}
+			return o, fmt.Errorf("unknown option %q (known: %s)", k, strings.Join(names, ", "))
 		}
-		switch k {
-		case "t_read":
-			dur(&o.TRead)
-		case "t_write":
-			dur(&o.TWrite)
-		case "dir_ttl":
-			dur(&o.DirTTL)
-		case "read_timeout":
-			dur(&o.ReadTimeout)
-		case "connect_timeout":
-			dur(&o.ConnectTimeout)
-		case "age_percent":
-			if o.AgePercent, err = strconv.Atoi(v); err == nil && (o.AgePercent < 0 || o.AgePercent > 100) {
-				err = fmt.Errorf("not in 0..100")
+		if hasValue == known[i].flag {
+			if known[i].flag {
+				return o, fmt.Errorf("option %q takes no value", k)
 			}
-		case "read_ahead":
-			o.ReadAhead, err = ParseSize(v)
-		case "ro":
-			o.ReadOnly, hasValue = true, !hasValue
-		case "accept_new_host_keys":
-			o.AcceptNewHostKeys, hasValue = true, !hasValue
-		default:
-			return o, fmt.Errorf("unknown option %q (known: t_read, t_write, age_percent, dir_ttl, read_timeout, connect_timeout, read_ahead, ro, accept_new_host_keys)", k)
-		}
-		if !hasValue {
 			return o, fmt.Errorf("option %q needs a value (%s=...)", k, k)
 		}
-		if err != nil {
+		if err := known[i].set(&o, v); err != nil {
 			return o, fmt.Errorf("option %s=%q: %v", k, v, err)
 		}
-		o.Set[k] = true
 	}
 	return o, nil
 }
@@ -242,8 +334,9 @@ func DefaultFile(home string) string {
 	return filepath.Join(home, ".config", "wirefs", "mounts")
 }
 
-// Load reads file; a missing file is an empty table unless required.
-func Load(file string, required bool) (Table, error) {
+// Load reads file, whose remote roots name schemes; a missing file is an
+// empty table unless required.
+func Load(file string, required bool, schemes Schemes) (Table, error) {
 	data, err := os.ReadFile(file)
 	if os.IsNotExist(err) && !required {
 		return Table{}, nil
@@ -251,7 +344,7 @@ func Load(file string, required bool) (Table, error) {
 	if err != nil {
 		return Table{}, err
 	}
-	t, err := Parse(string(data))
+	t, err := Parse(string(data), schemes)
 	if err != nil {
 		return Table{}, fmt.Errorf("%s: %v", file, err)
 	}
