@@ -44,7 +44,7 @@ const maxExportsFile = 1 << 20
 // exportList returns the server's export list, read once per connection.
 // Refusals (no "ctl" export) leave the list unknown; connection errors
 // are returned.
-func (s *session) exportList() (*exportList, error) {
+func (s *conn) exportList() (*exportList, error) {
 	s.mu.Lock()
 	l := s.exports
 	s.mu.Unlock()
@@ -70,7 +70,7 @@ func isRefusal(err error) bool {
 	return ok
 }
 
-func (s *session) readCtlExports() (string, error) {
+func (s *conn) readCtlExports() (string, error) {
 	root, err := s.attach("ctl")
 	if err != nil {
 		return "", err

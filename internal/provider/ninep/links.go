@@ -7,7 +7,6 @@ import (
 
 	"github.com/hugelgupf/p9/p9"
 
-	"wirefs/internal/ns"
 	"wirefs/internal/remote"
 )
 
@@ -33,25 +32,25 @@ func (b *Backend) Readlink(ctx context.Context, p string) (string, error) {
 // Link makes p a hard link to existing (Tlink). Both names must be below
 // one export: the server sees each export as its own file system.
 func (b *Backend) Link(ctx context.Context, existing, p string) error {
-	_, err := call(ctx, b, "link", p, false, func(s *session) (struct{}, error) {
+	_, err := call(ctx, b, "link", p, false, func(s *conn) (struct{}, error) {
 		from, err := b.locate(s, existing)
 		if err != nil {
 			return struct{}{}, err
 		}
-		dir, name, err := b.parent(s, p)
+		dir, name, err := b.parent(s, "link", p)
 		if err != nil {
 			return struct{}{}, err
 		}
 		defer dir.Close()
 		if from.root == nil {
-			return struct{}{}, ns.Errorf(syscall.EPERM, "9P server %s: link %s: a directory cannot have hard links", b.addr, existing)
+			return struct{}{}, b.srv.Errorf(syscall.EPERM, "link", existing+" to "+p, "a directory cannot have hard links")
 		}
 		to, err := b.locate(s, path.Dir(p))
 		if err != nil {
 			return struct{}{}, err
 		}
 		if to.root != from.root {
-			return struct{}{}, ns.Errorf(syscall.EXDEV, "9P server %s: link %s to %s: the names are in different exports", b.addr, existing, p)
+			return struct{}{}, b.srv.Errorf(syscall.EXDEV, "link", existing+" to "+p, "the names are in different exports")
 		}
 		return struct{}{}, withFile(from.root, from.names, func(f p9.File) error { return dir.Link(f, name) })
 	}, nil)

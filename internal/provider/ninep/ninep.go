@@ -14,6 +14,7 @@ package ninep
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -29,9 +30,9 @@ import (
 	"github.com/hugelgupf/p9/linux"
 	"github.com/hugelgupf/p9/p9"
 
-	"wirefs/internal/ns"
 	"wirefs/internal/remote"
 	"wirefs/internal/remote/addr"
+	"wirefs/internal/remote/session"
 )
 
 const (
@@ -54,17 +55,13 @@ var statMask = p9.AttrMask{Mode: true, Size: true, MTime: true, ATime: true, UID
 // remote.Backend, remote.Writer and the optional interfaces of links,
 // owners, times, statfs and partial writes.
 type Backend struct {
-	addr           string // host:port
-	user           attachUser
-	timeout        time.Duration
-	connectTimeout time.Duration
-	log            *slog.Logger
-
-	dialMu sync.Mutex // one dial at a time
+	addr string         // host:port
+	srv  session.Server // "9p [user@]host[:port]" in messages
+	s    *session.Session[*conn]
+	user attachUser
+	log  *slog.Logger
 
 	mu       sync.Mutex
-	cur      *session // nil: the next call dials
-	closed   bool
 	accepted map[string]bool      // attach names the server accepted (when it does not list exports)
 	refused  map[string]time.Time // attach names refused, until when
 }
@@ -86,27 +83,28 @@ var (
 // returns a session that attaches as user: a user name, a numeric uid,
 // or by default the current user.
 func Dial(ctx context.Context, server string, o remote.Options) (remote.Backend, error) {
+	o = o.WithDefaults(defaultConnectTimeout, defaultTimeout)
+	srv := session.Server{Proto: "9p", Host: server, ConnectTimeout: o.ConnectTimeout, Timeout: o.Timeout}
 	sv, err := addr.Parse(server)
 	if err != nil {
-		return nil, ns.Errorf(syscall.EINVAL, "9P: %v", err)
+		return nil, srv.Error(syscall.EINVAL, "", "", err)
 	}
 	u, err := lookupAttachUser(sv.User)
 	if err != nil {
-		return nil, err
+		return nil, srv.Error(syscall.EINVAL, "", "", err)
 	}
-	o = o.WithDefaults(defaultConnectTimeout, defaultTimeout)
 	b := &Backend{
-		addr:           sv.HostPort(defaultPort),
-		user:           u,
-		timeout:        o.Timeout,
-		connectTimeout: o.ConnectTimeout,
-		log:            o.Log,
-		accepted:       map[string]bool{},
-		refused:        map[string]time.Time{},
+		addr:     sv.HostPort(defaultPort),
+		srv:      srv,
+		user:     u,
+		log:      o.Log,
+		accepted: map[string]bool{},
+		refused:  map[string]time.Time{},
 	}
+	b.s = session.New(session.Protocol[*conn]{Server: srv, Log: o.Log, Dial: b.dial, Answer: b.answer})
 	// Connect now, so that a wrong address or a server that does not
 	// speak 9P2000.L is reported by Dial.
-	if _, err := call(ctx, b, "connect", "/", false, func(*session) (struct{}, error) { return struct{}{}, nil }, nil); err != nil {
+	if err := b.s.Connect(ctx); err != nil {
 		b.Close()
 		return nil, err
 	}
@@ -127,7 +125,7 @@ func lookupAttachUser(name string) (attachUser, error) {
 	case strings.Trim(name, "0123456789") == "":
 		uid, err := strconv.ParseUint(name, 10, 32)
 		if err != nil || p9.UID(uid) == p9.NoUID {
-			return attachUser{}, ns.Errorf(syscall.EINVAL, "9P user %q is not a valid uid", name)
+			return attachUser{}, fmt.Errorf("user %q is not a valid uid", name)
 		}
 		return attachUser{uid: p9.UID(uid)}, nil
 	default:
@@ -142,16 +140,7 @@ func lookupAttachUser(name string) (attachUser, error) {
 }
 
 // Close ends the session. Requests in flight fail with EIO.
-func (b *Backend) Close() error {
-	b.mu.Lock()
-	s := b.cur
-	b.cur, b.closed = nil, true
-	b.mu.Unlock()
-	if s != nil {
-		s.close()
-	}
-	return nil
-}
+func (b *Backend) Close() error { return b.s.Close() }
 
 // place is where a path lives on the server: below an attached root, or
 // (root nil) above every export.
@@ -161,7 +150,7 @@ type place struct {
 }
 
 // locate finds the attach root for p (see the package comment).
-func (b *Backend) locate(s *session, p string) (place, error) {
+func (b *Backend) locate(s *conn, p string) (place, error) {
 	exports, err := s.exportList()
 	if err != nil {
 		return place{}, err
@@ -256,7 +245,7 @@ func (b *Backend) remember(aname string, ok bool) {
 // synthesized entries, or ENOENT when the server lists its exports and
 // none lies below p. When the server does not list them, every such path
 // is a directory leading to the exports attached so far.
-func (b *Backend) above(s *session, p string) ([]string, error) {
+func (b *Backend) above(s *conn, p string) ([]string, error) {
 	exports, err := s.exportList()
 	if err != nil {
 		return nil, err
@@ -266,7 +255,7 @@ func (b *Backend) above(s *session, p string) ([]string, error) {
 	}
 	names := childrenToward(p, exports.paths)
 	if len(names) == 0 && p != "/" {
-		return nil, ns.Errorf(syscall.ENOENT, "9P server %s does not export %s", b.addr, p)
+		return nil, b.srv.Errorf(syscall.ENOENT, "stat", p, "the server does not export it")
 	}
 	return names, nil
 }
@@ -394,7 +383,7 @@ var modeBits = []struct {
 
 // Stat returns the attributes of p.
 func (b *Backend) Stat(ctx context.Context, p string) (remote.Info, error) {
-	return call(ctx, b, "stat", p, true, func(s *session) (remote.Info, error) {
+	return call(ctx, b, "stat", p, true, func(s *conn) (remote.Info, error) {
 		pl, err := b.locate(s, p)
 		if err != nil {
 			return remote.Info{}, err
@@ -418,7 +407,7 @@ func (b *Backend) Stat(ctx context.Context, p string) (remote.Info, error) {
 // Treaddir stream, then the Tgetattrs in parallel (9P2000.L's readdir
 // gives only names and types).
 func (b *Backend) List(ctx context.Context, p string) ([]remote.Info, error) {
-	return call(ctx, b, "list", p, true, func(s *session) ([]remote.Info, error) {
+	return call(ctx, b, "list", p, true, func(s *conn) ([]remote.Info, error) {
 		pl, err := b.locate(s, p)
 		if err != nil {
 			return nil, err
@@ -536,7 +525,7 @@ func direntMode(t p9.QIDType) os.FileMode {
 // ReadRange returns a reader of n bytes of p from off (n < 0: to the end).
 // Its reads are bound to ctx, like an HTTP response body to its request.
 func (b *Backend) ReadRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
-	return call(ctx, b, "read", p, true, func(s *session) (io.ReadCloser, error) {
+	return call(ctx, b, "read", p, true, func(s *conn) (io.ReadCloser, error) {
 		pl, err := b.locate(s, p)
 		if err != nil {
 			return nil, err
@@ -559,7 +548,7 @@ func (b *Backend) ReadRange(ctx context.Context, p string, off, n int64) (io.Rea
 			f.Close()
 			return nil, err
 		}
-		return &reader{ctx: ctx, b: b, s: s, f: f, path: p, off: off, left: n}, nil
+		return &reader{ctx: ctx, b: b, c: s, f: f, path: p, off: off, left: n}, nil
 	}, func(r io.ReadCloser) { r.Close() })
 }
 
@@ -567,7 +556,7 @@ func (b *Backend) ReadRange(ctx context.Context, p string, off, n int64) (io.Rea
 type reader struct {
 	ctx  context.Context
 	b    *Backend
-	s    *session
+	c    *conn // the connection f belongs to
 	f    p9.File
 	path string
 	off  int64
@@ -595,10 +584,7 @@ func (r *reader) Read(p []byte) (int, error) {
 	}
 	// A private buffer: after a cancel the abandoned Tread still fills it.
 	buf, off := r.buf[:want], r.off
-	n, err := async(r.ctx, func() (int, error) {
-		n, err := r.f.ReadAt(buf, off)
-		return n, r.b.classify(r.s, err, "read", r.path)
-	}, nil)
+	n, err := session.On(r.ctx, r.b.s, r.c, "read", r.path, func() (int, error) { return r.f.ReadAt(buf, off) }, nil)
 	if err != nil && err != io.EOF {
 		r.err, r.buf = err, nil
 		return 0, err
@@ -624,9 +610,9 @@ func (r *reader) Close() error {
 
 // parent walks to the directory that holds p and returns its fid (to be
 // closed) and p's name in it.
-func (b *Backend) parent(s *session, p string) (p9.File, string, error) {
+func (b *Backend) parent(s *conn, op, p string) (p9.File, string, error) {
 	if p == "/" {
-		return nil, "", ns.Errorf(syscall.EBUSY, "9P server %s: / cannot be changed", b.addr)
+		return nil, "", b.srv.Errorf(syscall.EBUSY, op, p, "/ cannot be changed")
 	}
 	dir := path.Dir(p)
 	pl, err := b.locate(s, dir)
@@ -634,7 +620,7 @@ func (b *Backend) parent(s *session, p string) (p9.File, string, error) {
 		return nil, "", err
 	}
 	if pl.root == nil {
-		return nil, "", ns.Errorf(syscall.EACCES, "9P server %s: %s is above every export; only exported directories can be changed", b.addr, dir)
+		return nil, "", b.srv.Errorf(syscall.EACCES, op, p, "%s is above every export; only exported directories can be changed", dir)
 	}
 	f, err := walk(pl.root, pl.names)
 	return f, path.Base(p), err
@@ -643,8 +629,8 @@ func (b *Backend) parent(s *session, p string) (p9.File, string, error) {
 // inParent runs fn with the directory that holds p, for operations that
 // name p in its parent (mkdir, remove).
 func (b *Backend) inParent(ctx context.Context, op, p string, fn func(dir p9.File, name string) error) error {
-	_, err := call(ctx, b, op, p, false, func(s *session) (struct{}, error) {
-		dir, name, err := b.parent(s, p)
+	_, err := call(ctx, b, op, p, false, func(s *conn) (struct{}, error) {
+		dir, name, err := b.parent(s, op, p)
 		if err != nil {
 			return struct{}{}, err
 		}
@@ -703,8 +689,8 @@ func (b *Backend) remove(ctx context.Context, op, p string, dir bool) error {
 // Rename renames from to to (replacing to, as rename(2) does), with
 // Trename: diod 1.0 lacks Trenameat.
 func (b *Backend) Rename(ctx context.Context, from, to string) error {
-	_, err := call(ctx, b, "rename", from, false, func(s *session) (struct{}, error) {
-		fromDir, fromName, err := b.parent(s, from)
+	_, err := call(ctx, b, "rename", from, false, func(s *conn) (struct{}, error) {
+		fromDir, fromName, err := b.parent(s, "rename", from)
 		if err != nil {
 			return struct{}{}, err
 		}
@@ -714,7 +700,7 @@ func (b *Backend) Rename(ctx context.Context, from, to string) error {
 			return struct{}{}, err
 		}
 		defer f.Close()
-		toDir, toName, err := b.parent(s, to)
+		toDir, toName, err := b.parent(s, "rename", to)
 		if err != nil {
 			return struct{}{}, err
 		}
@@ -760,13 +746,13 @@ const errAbove = syscall.EACCES
 // for operations that leave the fid as it is. Above every export there
 // is no fid: the call fails with above.
 func (b *Backend) onFile(ctx context.Context, op, p string, above syscall.Errno, fn func(p9.File) error) error {
-	_, err := call(ctx, b, op, p, true, func(s *session) (struct{}, error) {
+	_, err := call(ctx, b, op, p, true, func(s *conn) (struct{}, error) {
 		pl, err := b.locate(s, p)
 		if err != nil {
 			return struct{}{}, err
 		}
 		if pl.root == nil {
-			return struct{}{}, ns.Errorf(above, "9P server %s: %s %s: the directory is above every export", b.addr, op, p)
+			return struct{}{}, b.srv.Errorf(above, op, p, "the directory is above every export")
 		}
 		return struct{}{}, withFile(pl.root, pl.names, fn)
 	}, nil)
@@ -783,12 +769,12 @@ func chmod(f p9.File, perm os.FileMode) error {
 // permission perm if needed. It returns after the server's fsync.
 func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, perm os.FileMode) error {
 	type target struct {
-		s       *session
+		s       *conn
 		f       p9.File
 		created bool
 	}
-	t, err := call(ctx, b, "create", p, false, func(s *session) (target, error) {
-		dir, name, err := b.parent(s, p)
+	t, err := call(ctx, b, "store", p, false, func(s *conn) (target, error) {
+		dir, name, err := b.parent(s, "store", p)
 		if err != nil {
 			return target{}, err
 		}
@@ -814,11 +800,11 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 	if err != nil {
 		return err
 	}
-	if err := b.write(ctx, t.s, t.f, p, r, 0, size); err != nil {
-		go t.f.Close() // may wait for a stalled server; the error is what matters
+	if err := b.write(ctx, t.s, t.f, "store", p, r, 0, size); err != nil {
+		b.s.Go(func() { t.f.Close() }) // may wait for a stalled server; the error is what matters
 		return err
 	}
-	return b.finish(ctx, t.s, t.f, p, func(f p9.File) error {
+	return b.finish(ctx, t.s, t.f, "store", p, func(f p9.File) error {
 		if t.created {
 			return chmod(f, perm) // exactly perm, whatever the server's umask
 		}
@@ -828,8 +814,8 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 
 // finish syncs the open file f, runs then on it (nil: nothing), and
 // closes it; f is closed whatever happens.
-func (b *Backend) finish(ctx context.Context, s *session, f p9.File, p string, then func(p9.File) error) error {
-	_, err := async(ctx, func() (struct{}, error) {
+func (b *Backend) finish(ctx context.Context, s *conn, f p9.File, op, p string, then func(p9.File) error) error {
+	_, err := session.On(ctx, b.s, s, op, p, func() (struct{}, error) {
 		err := f.FSync()
 		if err == nil && then != nil {
 			err = then(f)
@@ -839,7 +825,7 @@ func (b *Backend) finish(ctx context.Context, s *session, f p9.File, p string, t
 		} else {
 			f.Close()
 		}
-		return struct{}{}, b.classify(s, err, "sync", p)
+		return struct{}{}, err
 	}, nil)
 	return err
 }
@@ -850,7 +836,7 @@ const storeChunk = 1 << 20
 
 // write copies the bytes [off, end) from r, which is at off, to the same
 // offsets of the open file f.
-func (b *Backend) write(ctx context.Context, s *session, f p9.File, p string, r io.Reader, off, end int64) error {
+func (b *Backend) write(ctx context.Context, s *conn, f p9.File, op, p string, r io.Reader, off, end int64) error {
 	var buf []byte
 	for off < end {
 		// A fresh buffer after a cancel is never needed: we return.
@@ -859,11 +845,11 @@ func (b *Backend) write(ctx context.Context, s *session, f p9.File, p string, r 
 		}
 		chunk := buf[:min(int64(len(buf)), end-off)]
 		if n, err := io.ReadFull(r, chunk); err != nil {
-			return ns.Errorf(syscall.EIO, "9P store %s: the data ended at %d of [%d, %d): %v", p, off+int64(n), off, end, err)
+			return b.srv.Errorf(syscall.EIO, op, p, "the data ended at %d of [%d, %d): %w", off+int64(n), off, end, err)
 		}
 		at := off
-		if _, err := async(ctx, func() (struct{}, error) {
-			return struct{}{}, b.classify(s, writeFull(f, chunk, at), "write", p)
+		if _, err := session.On(ctx, b.s, s, op, p, func() (struct{}, error) {
+			return struct{}{}, writeFull(f, chunk, at)
 		}, nil); err != nil {
 			return err
 		}

@@ -21,6 +21,7 @@ import (
 	"wirefs/internal/leakcheck"
 	"wirefs/internal/ns"
 	"wirefs/internal/remote"
+	"wirefs/internal/remote/session"
 	"wirefs/internal/testsrv"
 )
 
@@ -254,7 +255,7 @@ func TestLongestPrefixAttach(t *testing.T) {
 			if _, err := b.Stat(context.Background(), exp); err != nil {
 				t.Fatal(err)
 			}
-			s, _, err := b.session()
+			s, err := session.Call(context.Background(), b.s, "test", "", nil, func(c *conn) (*conn, error) { return c, nil }, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/hugelgupf/p9/p9"
 
-	"wirefs/internal/ns"
 	"wirefs/internal/remote"
 )
 
@@ -26,12 +25,12 @@ func (b *Backend) Append(ctx context.Context, p string, r io.Reader, n int64) (i
 	}
 	// The offsets are ignored by the server; counting from 0 keeps
 	// write's bookkeeping.
-	if err := b.write(ctx, s, f, p, r, 0, n); err != nil {
-		go f.Close()
+	if err := b.write(ctx, s, f, "append", p, r, 0, n); err != nil {
+		b.s.Go(func() { f.Close() })
 		return -1, err
 	}
 	size := int64(-1)
-	err = b.finish(ctx, s, f, p, func(f p9.File) error {
+	err = b.finish(ctx, s, f, "append", p, func(f p9.File) error {
 		_, _, a, err := f.GetAttr(p9.AttrMask{Size: true})
 		size = int64(a.Size)
 		return err
@@ -47,7 +46,7 @@ func (b *Backend) Append(ctx context.Context, p string, r io.Reader, n int64) (i
 func (b *Backend) Patch(ctx context.Context, p string, r io.ReaderAt, ranges []remote.Range, size int64) error {
 	for _, rg := range ranges {
 		if rg.Off < 0 || rg.End < rg.Off || rg.End > size {
-			return ns.Errorf(syscall.EINVAL, "9P server %s: patch %s: the range [%d, %d) is not within the file's %d bytes", b.addr, p, rg.Off, rg.End, size)
+			return b.srv.Errorf(syscall.EINVAL, "patch", p, "the range [%d, %d) is not within the file's %d bytes", rg.Off, rg.End, size)
 		}
 	}
 	s, f, err := b.open(ctx, "patch", p, p9.WriteOnly)
@@ -56,30 +55,30 @@ func (b *Backend) Patch(ctx context.Context, p string, r io.ReaderAt, ranges []r
 	}
 	for _, rg := range ranges {
 		src := io.NewSectionReader(r, rg.Off, rg.End-rg.Off)
-		if err := b.write(ctx, s, f, p, src, rg.Off, rg.End); err != nil {
-			go f.Close()
+		if err := b.write(ctx, s, f, "patch", p, src, rg.Off, rg.End); err != nil {
+			b.s.Go(func() { f.Close() })
 			return err
 		}
 	}
-	return b.finish(ctx, s, f, p, func(f p9.File) error {
+	return b.finish(ctx, s, f, "patch", p, func(f p9.File) error {
 		return f.SetAttr(p9.SetAttrMask{Size: true}, p9.SetAttr{Size: uint64(size)})
 	})
 }
 
 // open opens the existing file p with flags and returns its fid, to be
 // closed, and the session it belongs to.
-func (b *Backend) open(ctx context.Context, op, p string, flags p9.OpenFlags) (*session, p9.File, error) {
+func (b *Backend) open(ctx context.Context, op, p string, flags p9.OpenFlags) (*conn, p9.File, error) {
 	type opened struct {
-		s *session
+		s *conn
 		f p9.File
 	}
-	o, err := call(ctx, b, op, p, false, func(s *session) (opened, error) {
+	o, err := call(ctx, b, op, p, false, func(s *conn) (opened, error) {
 		pl, err := b.locate(s, p)
 		if err != nil {
 			return opened{}, err
 		}
 		if pl.root == nil {
-			return opened{}, ns.Errorf(syscall.EISDIR, "9P server %s: %s %s: a directory above every export", b.addr, op, p)
+			return opened{}, b.srv.Errorf(syscall.EISDIR, op, p, "a directory above every export")
 		}
 		f, err := walk(pl.root, pl.names)
 		if err != nil {

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync/atomic"
 	"time"
 
 	"github.com/hugelgupf/p9/p9"
+
+	"wirefs/internal/remote/session"
 )
 
 // 9P message framing: size[4] type[1] tag[2], little-endian.
@@ -30,41 +31,27 @@ const (
 
 // wireConn is the TCP connection under the p9 client. It does what the
 // library cannot be told to do:
-//   - every Read and Write must make progress within timeout, or it fails
-//     (and the whole connection is then dropped): the p9 client has no
-//     timeouts of its own, and it only reads while a request waits for
-//     its answer, so an idle connection never times out;
-//   - outbound messages pass through an attachRewriter.
+//   - a watchdog (session.Watch) fails every Read and Write that makes no
+//     progress for the timeout, and stall drops the connection: the p9
+//     client has no timeouts of its own, and it only reads while a
+//     request waits for its answer, so an idle connection never times
+//     out;
+//   - outbound messages pass through an attachRewriter, which writes to
+//     the socket itself (one writev for a header and its body).
 type wireConn struct {
-	net.Conn
-	timeout  time.Duration
-	out      *attachRewriter
-	timedOut atomic.Bool // a read or write made no progress for timeout
+	*session.Watched
+	out *attachRewriter
 }
 
-func newWireConn(c net.Conn, timeout time.Duration, u attachUser) *wireConn {
-	return &wireConn{Conn: c, timeout: timeout, out: &attachRewriter{w: c, user: u}}
-}
-
-func (c *wireConn) Read(p []byte) (int, error) {
-	c.Conn.SetReadDeadline(time.Now().Add(c.timeout))
-	n, err := c.Conn.Read(p)
-	c.noteTimeout(err)
-	return n, err
+func newWireConn(c net.Conn, timeout time.Duration, u attachUser, stall func()) *wireConn {
+	return &wireConn{Watched: session.Watch(c, timeout, stall), out: &attachRewriter{w: c, user: u}}
 }
 
 func (c *wireConn) Write(p []byte) (int, error) {
-	c.Conn.SetWriteDeadline(time.Now().Add(c.timeout))
-	n, err := c.out.Write(p)
-	c.noteTimeout(err)
-	return n, err
-}
-
-func (c *wireConn) noteTimeout(err error) {
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		c.timedOut.Store(true)
-	}
+	dog := c.Watchdog()
+	dog.Begin()
+	defer dog.End()
+	return c.out.Write(p)
 }
 
 // attachUser is who the session attaches as: n_uname (p9.NoUID to let

@@ -168,16 +168,16 @@ type Watched struct {
 }
 
 // Watch returns c under a new watchdog of the given bound for which each
-// Read and Write is a wait. When it fires, c's deadlines are moved to the
-// past, so that the blocked call and every later one fail with a timeout
-// (os.ErrDeadlineExceeded), and then stall runs (when not nil: to end the
-// connection for that reason).
+// Read and Write is a wait. When it fires, stall runs first (when not
+// nil: to end the connection for that reason, before any call sees the
+// failure), then c's deadlines are moved to the past, so that the blocked
+// call and every later one fail with a timeout (os.ErrDeadlineExceeded).
 func Watch(c net.Conn, timeout time.Duration, stall func()) *Watched {
 	return &Watched{Conn: c, waits: true, dog: NewWatchdog(timeout, func() {
-		c.SetDeadline(time.Unix(1, 0))
 		if stall != nil {
 			stall()
 		}
+		c.SetDeadline(time.Unix(1, 0))
 	})}
 }
 
