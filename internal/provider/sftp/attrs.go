@@ -10,6 +10,7 @@ import (
 	"github.com/pkg/sftp"
 
 	"wirefs/internal/remote"
+	"wirefs/internal/remote/session"
 )
 
 // Attribute changes are SSH_FXP_SETSTAT, which follows a symbolic link:
@@ -55,10 +56,10 @@ func (b *backend) Chown(ctx context.Context, p string, uid, gid int) error {
 // attributes the refusal is EPERM (not the owner; not root, for chown),
 // as chmod(2) and chown(2) report it.
 func (b *backend) setattr(ctx context.Context, what, p string, op func(c *conn) error) error {
-	return b.do(ctx, what, p, func(c *conn) error {
+	return b.do(ctx, what, p, session.Always, func(c *conn) error {
 		err := op(c)
 		if errors.Is(err, os.ErrPermission) {
-			return b.errorf(syscall.EPERM, what, p, "operation not permitted")
+			return b.srv.Errorf(syscall.EPERM, what, p, "operation not permitted")
 		}
 		return b.explain(c, what, p, changes, err)
 	})
@@ -67,15 +68,12 @@ func (b *backend) setattr(ctx context.Context, what, p string, op func(c *conn) 
 // Statfs reports the figures of the server's file system that holds p
 // (statvfs@openssh.com). Its name limit becomes the one checkNames uses.
 func (b *backend) Statfs(ctx context.Context, p string) (remote.FSInfo, error) {
-	var st *sftp.StatVFS
-	err := b.do(ctx, "statfs", p, func(c *conn) error {
+	st, err := call(ctx, b, "statfs", p, []string{p}, session.Always, func(c *conn) (*sftp.StatVFS, error) {
 		if _, ok := c.sftp.HasExtension("statvfs@openssh.com"); !ok {
-			return b.errorf(syscall.ENOTSUP, "statfs", p, "the server does not report file system figures (no statvfs@openssh.com)")
+			return nil, b.srv.Errorf(syscall.ENOTSUP, "statfs", p, "the server does not report file system figures (no statvfs@openssh.com)")
 		}
-		var err error
-		st, err = c.sftp.StatVFS(p)
-		return err
-	})
+		return c.sftp.StatVFS(p)
+	}, nil)
 	if err != nil {
 		return remote.FSInfo{}, err
 	}

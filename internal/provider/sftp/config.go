@@ -45,16 +45,16 @@ func (h *hostConfig) name() string { return h.user + "@" + h.alias }
 func resolveHost(server, home string) (*hostConfig, error) {
 	sv, err := addr.Parse(server)
 	if err != nil {
-		return nil, ns.Errorf(syscall.ENOENT, "sftp: %v", err)
+		return nil, ns.Errorf(syscall.ENOENT, "%v", err)
 	}
 	login, host, port := sv.User, sv.Host, sv.Port
 	cfg := &ssh_config.Config{}
 	if data, err := os.ReadFile(filepath.Join(home, ".ssh", "config")); err == nil {
 		if cfg, err = ssh_config.DecodeBytes(data); err != nil {
-			return nil, ns.Errorf(syscall.EIO, "sftp: %s: %v", filepath.Join(home, ".ssh", "config"), err)
+			return nil, ns.Errorf(syscall.EIO, "%s: %v", filepath.Join(home, ".ssh", "config"), err)
 		}
 	} else if !os.IsNotExist(err) {
-		return nil, ns.Errorf(syscall.EIO, "sftp: %v", err)
+		return nil, ns.Errorf(syscall.EIO, "%v", err)
 	}
 	get := func(key string) string {
 		v, _ := cfg.Get(host, key)

@@ -3,11 +3,9 @@ package sftp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -15,123 +13,34 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"wirefs/internal/ns"
-	"wirefs/internal/remote"
+	"wirefs/internal/remote/session"
 )
 
-// conn is one SSH connection with its SFTP session. It dies once, for a
-// reason (why); the backend then dials a new one for the next operation.
+// conn is one SSH connection with its SFTP session. It ends once, for a
+// reason (its session.Line); the session then dials a new one for the
+// next call.
 //
-// pkg/sftp requests never time out, so conn watches them: while any
-// request is outstanding (busy > 0), some byte must arrive from the
-// server every timeout, or the connection is closed, which fails every
+// pkg/sftp requests never time out, and x/crypto/ssh reads the socket all
+// the time, so the connection is watched in the session core's Observe
+// shape: every call (and every read chunk in flight) is a wait, bytes
+// arriving are progress, and a connection that makes none for the
+// timeout while something waits is dropped, which fails every
 // outstanding request. While idle, a keepalive@openssh.com request every
 // timeout notices a server that vanished without closing the connection.
 type conn struct {
+	*session.Line
 	ssh         *ssh.Client
 	sftp        *sftp.Client
 	posixRename bool
-	timeout     time.Duration
-
-	busy     atomic.Int32
-	lastByte atomic.Int64 // unix nanoseconds of the last byte received
-	probing  atomic.Bool  // a keepalive is outstanding
-
-	dead chan struct{}
-	once sync.Once
-	why  *ns.Error // set before dead is closed; Msg without the "sftp: op file" prefix
 }
 
-// progressConn records when bytes arrive from the server.
-type progressConn struct {
-	net.Conn
-	last *atomic.Int64
-}
-
-func (p progressConn) Read(b []byte) (int, error) {
-	n, err := p.Conn.Read(b)
-	if n > 0 {
-		p.last.Store(time.Now().UnixNano())
-	}
-	return n, err
-}
-
-// begin and end bracket a request to the server.
-func (c *conn) begin() {
-	if c.busy.Add(1) == 1 {
-		// Idle time before the request is not a stall.
-		c.lastByte.Store(time.Now().UnixNano())
-	}
-}
-
-func (c *conn) end() { c.busy.Add(-1) }
-
-// kill closes the connection for the reason why (the first reason wins).
-func (c *conn) kill(why *ns.Error) {
-	c.once.Do(func() {
-		c.why = why
-		close(c.dead)
-		c.ssh.Close()
-	})
-}
-
-// failed returns why the connection died, or nil while it lives.
-func (c *conn) failed() *ns.Error {
-	select {
-	case <-c.dead:
-		return c.why
-	default:
-		return nil
-	}
-}
-
-// watch runs until the connection dies: it kills a stalled connection,
-// probes an idle one, and notices when the server closes it.
-func (c *conn) watch(wg *sync.WaitGroup) {
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		err := c.ssh.Wait()
-		c.kill(&ns.Error{Errno: syscall.EIO, Msg: fmt.Sprintf("connection lost (%v)", err)})
-		// Ends pkg/sftp's receiving goroutine.
-		c.sftp.Close()
-	}()
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(min(c.timeout/4, time.Second))
-		defer tick.Stop()
-		for {
-			select {
-			case <-c.dead:
-				return
-			case <-tick.C:
-			}
-			silent := time.Since(time.Unix(0, c.lastByte.Load()))
-			switch {
-			case silent <= c.timeout:
-			case c.busy.Load() > 0:
-				c.kill(&ns.Error{Errno: syscall.ETIMEDOUT, Msg: fmt.Sprintf(
-					"the server sent nothing for %v; dropped the connection", c.timeout)})
-				return
-			case c.probing.CompareAndSwap(false, true):
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					defer c.probing.Store(false)
-					c.begin()
-					defer c.end()
-					// OpenSSH answers with a failure: any answer is a sign of life.
-					c.ssh.SendRequest("keepalive@openssh.com", true, nil)
-				}()
-			}
-		}
-	}()
-}
-
-// dial connects, authenticates and starts the SFTP subsystem.
+// dial connects, authenticates and starts the SFTP subsystem. ctx ends
+// when the session closes. Its errors are causes: the session puts
+// "sftp user@host: OP PATH" before them.
 func (b *backend) dial(ctx context.Context) (*conn, error) {
 	h := b.h
-	name := h.name()
-	dctx, cancel := context.WithTimeout(ctx, b.connectTimeout)
+	connectTimeout := b.srv.ConnectTimeout
+	dctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	var d net.Dialer
 	raw, err := d.DialContext(dctx, "tcp", h.addr())
@@ -139,7 +48,7 @@ func (b *backend) dial(ctx context.Context) (*conn, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, netError(name, h.addr(), b.connectTimeout, err)
+		return nil, unreachable(err)
 	}
 
 	// The handshake and the SFTP start take no context: a deadline on
@@ -153,7 +62,7 @@ func (b *backend) dial(ctx context.Context) (*conn, error) {
 			raw.SetDeadline(t)
 		}
 	}
-	setDeadline(time.Now().Add(b.connectTimeout))
+	setDeadline(time.Now().Add(connectTimeout))
 	stop := context.AfterFunc(ctx, func() {
 		deadlineMu.Lock()
 		defer deadlineMu.Unlock()
@@ -164,24 +73,24 @@ func (b *backend) dial(ctx context.Context) (*conn, error) {
 	keys, err := newHostKeys(h, b.o.Home, b.o.AcceptNewHostKeys, b.log)
 	if err != nil {
 		raw.Close()
-		return nil, ns.Errorf(syscall.EIO, "sftp: %s: cannot read known_hosts: %v", name, err)
+		return nil, ns.Errorf(syscall.EIO, "cannot read known_hosts: %v", err)
 	}
 	a := &auth{h: h, home: b.o.Home, log: b.log, askpass: b.o.Askpass,
 		pause: func(ask func() (string, error)) (string, error) {
 			setDeadline(time.Time{})
-			defer setDeadline(time.Now().Add(b.connectTimeout))
+			defer setDeadline(time.Now().Add(connectTimeout))
 			return ask()
 		}}
 	defer a.close()
-	c := &conn{dead: make(chan struct{}), timeout: b.timeout}
-	c.lastByte.Store(time.Now().UnixNano())
+	c := &conn{}
+	dog := session.NewWatchdog(b.srv.Timeout, func() { b.s.Drop(c, b.srv.Stalled()) })
 	config := &ssh.ClientConfig{
 		User:              h.user,
 		Auth:              a.methods(),
 		HostKeyCallback:   keys.callback,
 		HostKeyAlgorithms: keys.algorithms(),
 	}
-	sc, chans, reqs, err := ssh.NewClientConn(progressConn{raw, &c.lastByte}, h.addr(), config)
+	sc, chans, reqs, err := ssh.NewClientConn(session.Observe(raw, dog), h.addr(), config)
 	if err != nil {
 		raw.Close()
 		var hk *hostKeyError
@@ -191,11 +100,12 @@ func (b *backend) dial(ctx context.Context) (*conn, error) {
 		case errors.As(err, &hk):
 			return nil, ns.Errorf(syscall.EACCES, "%s", hk.msg)
 		case strings.Contains(err.Error(), "unable to authenticate") || a.triedAny() && !isNetError(err):
-			return nil, ns.Errorf(syscall.EACCES, "sftp: %s: authentication failed (tried: %s)", name, a.triedList())
+			return nil, ns.Errorf(syscall.EACCES, "authentication failed (tried: %s)", a.triedList())
 		}
-		return nil, netError(name, h.addr(), b.connectTimeout, err)
+		return nil, unreachable(err)
 	}
 	c.ssh = ssh.NewClient(sc, chans, reqs)
+	c.Line = session.NewLine(func() { c.ssh.Close() }, dog)
 	c.sftp, err = sftp.NewClient(c.ssh,
 		sftp.UseConcurrentReads(true),
 		sftp.UseConcurrentWrites(true),
@@ -210,9 +120,9 @@ func (b *backend) dial(ctx context.Context) (*conn, error) {
 			return nil, ctx.Err()
 		}
 		if isNetError(err) {
-			return nil, netError(name, h.addr(), b.connectTimeout, err)
+			return nil, unreachable(err)
 		}
-		return nil, ns.Errorf(syscall.EIO, "sftp: %s: the server does not start SFTP: %v", name, err)
+		return nil, ns.Errorf(syscall.EIO, "the server does not start SFTP: %v", err)
 	}
 	if !stop() {
 		c.sftp.Close()
@@ -221,8 +131,22 @@ func (b *backend) dial(ctx context.Context) (*conn, error) {
 	}
 	raw.SetDeadline(time.Time{})
 	_, c.posixRename = c.sftp.HasExtension("posix-rename@openssh.com")
-	c.watch(&b.wg)
-	b.log.Debug("sftp: connected", "server", name, "addr", h.addr(), "version", string(c.ssh.ServerVersion()))
+	// The server closing the connection ends it; the watcher waits for
+	// that. Once the session is closed, the session ends c itself.
+	b.s.Go(func() {
+		err := c.ssh.Wait()
+		b.s.Drop(c, session.Lost(err))
+		// Ends pkg/sftp's receiving goroutine.
+		c.sftp.Close()
+		dog.Wait()
+	})
+	dog.Probe(func() {
+		dog.Begin()
+		defer dog.End()
+		// OpenSSH answers with a failure: any answer is a sign of life.
+		c.ssh.SendRequest("keepalive@openssh.com", true, nil)
+	})
+	b.log.Debug("sftp: connected", "server", h.name(), "addr", h.addr(), "version", string(c.ssh.ServerVersion()))
 	return c, nil
 }
 
@@ -231,15 +155,12 @@ func isNetError(err error) bool {
 	return errors.As(err, &ne) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// netError describes a failure to reach the server.
-func netError(name, addr string, timeout time.Duration, err error) error {
+// unreachable gives an unknown host the hint that names can come from
+// ~/.ssh/config; other failures to connect are the session's to word.
+func unreachable(err error) error {
 	var dnsErr *net.DNSError
-	var ne net.Error
-	switch {
-	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
-		return ns.Errorf(syscall.ENOENT, "sftp: %s: unknown host (not in DNS, nor a Host in ~/.ssh/config)", name)
-	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
-		return ns.Errorf(syscall.ETIMEDOUT, "sftp: %s: no answer from %s within %v", name, addr, timeout)
+	if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
+		return ns.Errorf(syscall.ENOENT, "unknown host (not in DNS, nor a Host in ~/.ssh/config): %v", err)
 	}
-	return ns.Errorf(remote.ConnErrno(err), "sftp: %s: cannot connect to %s: %v", name, addr, err)
+	return err
 }

@@ -2,7 +2,6 @@ package sftp
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/pkg/sftp"
 
-	"wirefs/internal/ns"
 )
 
 // OpenSSH's sftp-server (errno_to_portable) folds errno into the few
@@ -33,11 +31,6 @@ const (
 	pathMax        = 4096 // PATH_MAX, with the NUL
 )
 
-// errorf is an ns.Error about operation what on p, in the style of fail.
-func (b *backend) errorf(errno syscall.Errno, what, p, format string, args ...any) error {
-	return ns.Errorf(errno, "sftp: %s %s:%s: %s", what, b.h.name(), p, fmt.Sprintf(format, args...))
-}
-
 // checkNames refuses, before anything is sent, paths with a name longer
 // than the server's limit (ENAMETOOLONG, as the server's open(2) would).
 func (b *backend) checkNames(what, where string, paths []string) error {
@@ -47,11 +40,11 @@ func (b *backend) checkNames(what, where string, paths []string) error {
 	}
 	for _, p := range paths {
 		if len(p) >= pathMax {
-			return b.errorf(syscall.ENAMETOOLONG, what, where, "the path is longer than %d bytes", pathMax-1)
+			return b.srv.Errorf(syscall.ENAMETOOLONG, what, where, "the path is longer than %d bytes", pathMax-1)
 		}
 		for _, name := range strings.Split(p, "/") {
 			if len(name) > limit {
-				return b.errorf(syscall.ENAMETOOLONG, what, where, "a name is longer than %d bytes, the server's limit", limit)
+				return b.srv.Errorf(syscall.ENAMETOOLONG, what, where, "a name is longer than %d bytes, the server's limit", limit)
 			}
 		}
 	}
@@ -89,15 +82,15 @@ func (b *backend) explain(c *conn, what, p string, t target, err error) error {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if notDir(c, p) {
-			return b.errorf(syscall.ENOTDIR, what, p, "not a directory")
+			return b.srv.Errorf(syscall.ENOTDIR, what, p, "not a directory")
 		}
 	case isFailure(err):
 		fi, lerr := c.sftp.Lstat(p)
 		switch {
 		case lerr == nil && t == creates:
-			return b.errorf(syscall.EEXIST, what, p, "file exists")
+			return b.srv.Errorf(syscall.EEXIST, what, p, "file exists")
 		case lerr == nil && t == opens && fi.IsDir():
-			return b.errorf(syscall.EISDIR, what, p, "is a directory")
+			return b.srv.Errorf(syscall.EISDIR, what, p, "is a directory")
 		}
 		return b.fsFailure(c, what, p, path.Dir(p), 0, err)
 	}
@@ -132,11 +125,11 @@ func (b *backend) fsFailure(c *conn, what, where, dir string, left int64, err er
 	free := st.Bavail * st.Frsize
 	switch {
 	case st.Flag&stRdonly != 0:
-		return b.errorf(syscall.EROFS, what, where, "the server's file system is read-only")
+		return b.srv.Errorf(syscall.EROFS, what, where, "the server's file system is read-only")
 	case free < uint64(max(left, packetSize)):
-		return b.errorf(syscall.ENOSPC, what, where, "no space left on the server (%d bytes free)", free)
+		return b.srv.Errorf(syscall.ENOSPC, what, where, "no space left on the server (%d bytes free)", free)
 	case st.Files > 0 && st.Favail == 0:
-		return b.errorf(syscall.ENOSPC, what, where, "no space left on the server (no free inodes)")
+		return b.srv.Errorf(syscall.ENOSPC, what, where, "no space left on the server (no free inodes)")
 	}
 	return err
 }

@@ -82,27 +82,27 @@ func (k *hostKeys) callback(hostname string, remote net.Addr, key ssh.PublicKey)
 	case err == nil:
 		return nil
 	case errors.As(err, &revoked):
-		return &hostKeyError{fmt.Sprintf("sftp: %s: the host key %s is marked @revoked in %s:%d; refusing to connect",
-			k.h.name(), fingerprint(key), tilde(k.home, revoked.Revoked.Filename), revoked.Revoked.Line)}
+		return &hostKeyError{fmt.Sprintf("the host key %s is marked @revoked in %s:%d; refusing to connect",
+			fingerprint(key), tilde(k.home, revoked.Revoked.Filename), revoked.Revoked.Line)}
 	case errors.As(err, &ke) && len(ke.Want) > 0:
 		var known []string
 		for _, w := range ke.Want {
 			known = append(known, fmt.Sprintf("%s (%s:%d)", fingerprint(w.Key), tilde(k.home, w.Filename), w.Line))
 		}
-		return &hostKeyError{fmt.Sprintf("sftp: %s: WARNING: THE HOST KEY OF %s HAS CHANGED: the server shows %s, "+
+		return &hostKeyError{fmt.Sprintf("WARNING: THE HOST KEY OF %s HAS CHANGED: the server shows %s, "+
 			"known_hosts has %s. Someone may be impersonating the server (or its key was replaced). "+
 			"Refusing to connect; if the change is expected, remove the old line and connect again",
-			k.h.name(), hostname, fingerprint(key), strings.Join(known, ", "))}
+			hostname, fingerprint(key), strings.Join(known, ", "))}
 	case errors.As(err, &ke):
 		if !k.accept {
-			return &hostKeyError{fmt.Sprintf("sftp: %s: the host key of %s is unknown (%s); refusing to connect. "+
+			return &hostKeyError{fmt.Sprintf("the host key of %s is unknown (%s); refusing to connect. "+
 				"Check the fingerprint, then accept it with the accept-new-host-keys option "+
 				"(StrictHostKeyChecking accept-new) or add it to %s",
-				k.h.name(), hostname, fingerprint(key), tilde(k.home, k.h.knownHosts[0]))}
+				hostname, fingerprint(key), tilde(k.home, k.h.knownHosts[0]))}
 		}
 		return k.add(hostname, key)
 	default:
-		return &hostKeyError{fmt.Sprintf("sftp: %s: cannot check the host key: %v", k.h.name(), err)}
+		return &hostKeyError{fmt.Sprintf("cannot check the host key: %v", err)}
 	}
 }
 
@@ -126,7 +126,7 @@ func (k *hostKeys) add(hostname string, key ssh.PublicKey) error {
 		}
 	}
 	if err != nil {
-		return &hostKeyError{fmt.Sprintf("sftp: %s: cannot record the new host key: %v", k.h.name(), err)}
+		return &hostKeyError{fmt.Sprintf("cannot record the new host key: %v", err)}
 	}
 	k.log.Warn("sftp: accepted a new host key", "server", k.h.name(), "host", hostname,
 		"key", fingerprint(key), "file", tilde(k.home, file))

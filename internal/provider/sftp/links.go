@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"syscall"
+
+	"wirefs/internal/remote/session"
 )
 
 // Symlink makes p a symbolic link whose contents are target, verbatim.
@@ -12,34 +14,28 @@ import (
 // target first, and so does pkg/sftp send it (the tests check the link
 // the real server makes).
 func (b *backend) Symlink(ctx context.Context, target, p string) error {
-	return b.do(ctx, "symlink", p, func(c *conn) error {
+	return b.do(ctx, "symlink", p, nil, func(c *conn) error {
 		return b.explain(c, "symlink", p, creates, c.sftp.Symlink(target, p))
 	})
 }
 
 // Readlink returns the contents of symbolic link p.
 func (b *backend) Readlink(ctx context.Context, p string) (string, error) {
-	var target string
-	err := b.do(ctx, "readlink", p, func(c *conn) error {
-		var err error
-		target, err = c.sftp.ReadLink(p)
+	return call(ctx, b, "readlink", p, []string{p}, session.Always, func(c *conn) (string, error) {
+		target, err := c.sftp.ReadLink(p)
 		if isBadMessage(err) { // readlink(2)'s EINVAL
-			return b.errorf(syscall.EINVAL, "readlink", p, "not a symbolic link")
+			return "", b.srv.Errorf(syscall.EINVAL, "readlink", p, "not a symbolic link")
 		}
-		return err
-	})
-	if err != nil {
-		return "", err // op may still be running
-	}
-	return target, nil
+		return target, err
+	}, nil)
 }
 
 // Link makes p a hard link to existing (hardlink@openssh.com).
 func (b *backend) Link(ctx context.Context, existing, p string) error {
 	where := existing + " to " + p
-	return b.doOn(ctx, "link", where, []string{existing, p}, func(c *conn) error {
+	return b.doOn(ctx, "link", where, []string{existing, p}, nil, func(c *conn) error {
 		if _, ok := c.sftp.HasExtension("hardlink@openssh.com"); !ok {
-			return b.errorf(syscall.ENOTSUP, "link", where, "the server has no hard links (no hardlink@openssh.com)")
+			return b.srv.Errorf(syscall.ENOTSUP, "link", where, "the server has no hard links (no hardlink@openssh.com)")
 		}
 		err := c.sftp.Link(existing, p)
 		switch {
@@ -48,12 +44,12 @@ func (b *backend) Link(ctx context.Context, existing, p string) error {
 		case errors.Is(err, os.ErrPermission):
 			// link(2) refuses a directory with EPERM.
 			if fi, serr := c.sftp.Lstat(existing); serr == nil && fi.IsDir() {
-				return b.errorf(syscall.EPERM, "link", where, "a directory cannot have hard links")
+				return b.srv.Errorf(syscall.EPERM, "link", where, "a directory cannot have hard links")
 			}
 		case errors.Is(err, os.ErrNotExist) && notDir(c, existing):
-			return b.errorf(syscall.ENOTDIR, "link", where, "not a directory")
+			return b.srv.Errorf(syscall.ENOTDIR, "link", where, "not a directory")
 		case isFailure(err) && !exists(c, p) && crossDevice(c, existing, p):
-			return b.errorf(syscall.EXDEV, "link", where, "the names are on different file systems of the server")
+			return b.srv.Errorf(syscall.EXDEV, "link", where, "the names are on different file systems of the server")
 		}
 		return b.explain(c, "link", p, creates, err)
 	})

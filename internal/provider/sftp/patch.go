@@ -26,22 +26,23 @@ import (
 func (b *backend) Append(ctx context.Context, p string, r io.Reader, n int64) (int64, error) {
 	src := newSource(ctx, r, n)
 	defer src.stop() // the transfer may outlive a cancelled Append
-	var size int64
-	err := b.do(ctx, "append", p, func(c *conn) error {
+	size, err := call(ctx, b, "append", p, []string{p}, nil, func(c *conn) (int64, error) {
 		f, err := c.sftp.OpenFile(p, os.O_WRONLY|os.O_APPEND)
 		if err != nil {
-			return b.explain(c, "append", p, opens, err)
+			return -1, b.explain(c, "append", p, opens, err)
 		}
-		return b.fill(c, "append", p, f, src, n, func(f *sftp.File) error {
+		size := int64(-1)
+		err = b.fill(c, "append", p, f, src, n, func(f *sftp.File) error {
 			fi, err := f.Stat()
 			if err == nil {
 				size = fi.Size()
 			}
 			return err
 		})
-	})
+		return size, err
+	}, nil)
 	if err != nil {
-		return -1, err // op may still be running
+		return -1, err
 	}
 	return size, nil
 }
@@ -56,11 +57,11 @@ func (b *backend) Append(ctx context.Context, p string, r io.Reader, n int64) (i
 func (b *backend) Patch(ctx context.Context, p string, r io.ReaderAt, ranges []remote.Range, size int64) error {
 	total, err := rangesWithin(ranges, size)
 	if err != nil {
-		return b.errorf(syscall.EINVAL, "patch", p, "%v", err)
+		return b.srv.Errorf(syscall.EINVAL, "patch", p, "%v", err)
 	}
 	src := &source{ra: r, size: total, ctx: ctx}
 	defer src.stop()
-	return b.do(ctx, "patch", p, func(c *conn) error {
+	return b.do(ctx, "patch", p, nil, func(c *conn) error {
 		f, err := c.sftp.OpenFile(p, os.O_WRONLY)
 		if err != nil {
 			return b.explain(c, "patch", p, opens, err)

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"syscall"
 
 	"github.com/pkg/sftp"
+
+	"wirefs/internal/remote/session"
 )
 
 // The reader fetches in chunks that start small, so that small files cost
@@ -17,19 +20,13 @@ const (
 )
 
 func (b *backend) ReadRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
-	var r *reader
-	err := b.do(ctx, "read", p, func(c *conn) error {
+	return call(ctx, b, "read", p, []string{p}, session.Always, func(c *conn) (io.ReadCloser, error) {
 		f, err := c.sftp.Open(p)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		r = &reader{b: b, c: c, f: f, p: p, ctx: ctx, off: off, left: n, chunk: firstChunk}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+		return &reader{b: b, c: c, f: f, p: p, ctx: ctx, off: off, left: n, chunk: firstChunk}, nil
+	}, func(r io.ReadCloser) { r.Close() }) // opened for a caller who gave up
 }
 
 // reader reads one open file with ReadAt, whose large reads pkg/sftp
@@ -51,6 +48,7 @@ type reader struct {
 	next  *chunk // asked for and not yet returned; nil when none
 	buf   []byte // fetched and not yet returned
 	err   error  // sticky: io.EOF or why the reader failed
+	done  bool   // closed
 
 	// inflight counts the chunks being fetched. One abandoned because
 	// ctx ended still owns its buffer, and Close waits for all of them
@@ -90,12 +88,12 @@ func (r *reader) fetch() {
 	select {
 	case <-ch.done:
 	case <-r.ctx.Done():
-		r.err = r.ctx.Err()
+		r.err = r.b.srv.Wrap("read", r.p, session.Interrupted(r.ctx))
 		return
 	}
 	r.next = nil
 	if ch.err != nil {
-		r.err = r.b.fail(r.c, "read", r.p, ch.err)
+		r.err = r.b.s.Judge(r.c, "read", r.p, ch.err)
 		return
 	}
 	if ch.n == 0 {
@@ -119,28 +117,33 @@ func (r *reader) ask() bool {
 	if size == 0 {
 		return false
 	}
-	if why := r.c.failed(); why != nil {
-		r.next = &chunk{done: make(chan struct{}), err: why}
+	if why := r.c.Err(); why != nil {
+		r.next = &chunk{done: make(chan struct{}), err: r.b.srv.Wrap("read", r.p, why)}
 		close(r.next.done)
 		return true
 	}
 	ch := &chunk{done: make(chan struct{}), buf: make([]byte, size)}
 	r.next = ch
 	off := r.off
-	r.c.begin()
+	dog := r.c.Watchdog()
+	dog.Begin()
 	r.inflight.Add(1)
-	r.b.wg.Add(1)
-	go func() {
-		defer r.b.wg.Done()
+	started := r.b.s.Go(func() {
 		defer r.inflight.Done()
 		n, err := r.f.ReadAt(ch.buf, off)
-		r.c.end()
+		dog.End()
 		if ch.eof = errors.Is(err, io.EOF); ch.eof {
 			err = nil
 		}
 		ch.n, ch.err = n, err
 		close(ch.done)
-	}()
+	})
+	if !started { // the session is closed
+		dog.End()
+		r.inflight.Done()
+		ch.err = r.b.srv.Wrap("read", r.p, session.ErrClosed)
+		close(ch.done)
+	}
 	r.off += size
 	if r.left > 0 {
 		r.left -= size
@@ -153,19 +156,18 @@ func (r *reader) ask() bool {
 // server: the file handle is closed in the background, once the chunks
 // in flight have arrived.
 func (r *reader) Close() error {
-	if r.err == errClosed {
+	if r.done {
 		return nil
 	}
-	r.err, r.buf, r.next = errClosed, nil, nil
-	r.b.wg.Add(1)
-	go func() {
-		defer r.b.wg.Done()
+	r.done, r.buf, r.next = true, nil, nil
+	r.err = r.b.srv.Errorf(syscall.EIO, "read", r.p, "read after Close")
+	// Once the session is closed, the handle went with the connection.
+	r.b.s.Go(func() {
 		r.inflight.Wait()
-		r.c.begin()
+		dog := r.c.Watchdog()
+		dog.Begin()
 		r.f.Close()
-		r.c.end()
-	}()
+		dog.End()
+	})
 	return nil
 }
-
-var errClosed = errors.New("sftp: read after Close")

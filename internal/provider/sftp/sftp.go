@@ -11,7 +11,6 @@ package sftp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -26,6 +25,7 @@ import (
 
 	"wirefs/internal/ns"
 	"wirefs/internal/remote"
+	"wirefs/internal/remote/session"
 )
 
 const (
@@ -50,194 +50,85 @@ var (
 	_ remote.Patcher   = (*backend)(nil)
 )
 
-// backend is one session: a connection that is replaced when it dies.
+// backend is one session: a connection that is replaced when it dies
+// (the session core's, internal/remote/session).
 type backend struct {
-	h              *hostConfig
-	o              remote.Options
-	log            *slog.Logger
-	timeout        time.Duration
-	connectTimeout time.Duration
+	h   *hostConfig
+	o   remote.Options
+	log *slog.Logger
+	srv session.Server // "sftp user@host" in messages
+	s   *session.Session[*conn]
 
 	// nameMax is the longest name the server takes, from its last
 	// Statfs answer; 0 until then (defaultNameMax).
 	nameMax atomic.Uint32
-
-	life context.Context // ends at Close: stops a dial in progress
-	end  context.CancelFunc
-	wg   sync.WaitGroup // every goroutine the session started
-
-	mu      sync.Mutex
-	cur     *conn
-	pending *dialCall
-	closed  bool
-}
-
-// dialCall is one connection attempt that every operation waiting for a
-// connection shares.
-type dialCall struct {
-	done chan struct{}
-	c    *conn
-	err  error
 }
 
 // Dial starts a session with server, "[user@]host[:port]" where host may
 // be a Host of o.Home/.ssh/config. It connects at once, so that a wrong
 // key, password or host key shows here.
 func Dial(ctx context.Context, server string, o remote.Options) (remote.Backend, error) {
+	o = o.WithDefaults(defaultConnectTimeout, defaultTimeout)
 	h, err := resolveHost(server, o.Home)
 	if err != nil {
-		return nil, err
+		return nil, session.Server{Proto: "sftp", Host: server}.Error(ns.Errno(err), "", "", err)
 	}
-	o = o.WithDefaults(defaultConnectTimeout, defaultTimeout)
-	b := &backend{h: h, o: o, log: o.Log, timeout: o.Timeout, connectTimeout: o.ConnectTimeout}
-	b.life, b.end = context.WithCancel(context.Background())
-	if _, err := b.conn(ctx); err != nil {
+	b := &backend{h: h, o: o, log: o.Log,
+		srv: session.Server{Proto: "sftp", Host: h.name(), ConnectTimeout: o.ConnectTimeout, Timeout: o.Timeout}}
+	b.s = session.New(session.Protocol[*conn]{Server: b.srv, Log: o.Log, Dial: b.dial, Answer: b.answer})
+	if err := b.s.Connect(ctx); err != nil {
 		b.Close()
 		return nil, err
 	}
 	return b, nil
 }
 
-// conn returns the live connection, dialing a new one when there is none
-// or it died.
-func (b *backend) conn(ctx context.Context) (*conn, error) {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return nil, ns.Errorf(syscall.EIO, "sftp: %s: session closed", b.h.name())
-	}
-	if b.cur != nil && b.cur.failed() == nil {
-		c := b.cur
-		b.mu.Unlock()
-		return c, nil
-	}
-	call := b.pending
-	if call == nil {
-		call = &dialCall{done: make(chan struct{})}
-		b.pending = call
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			c, err := b.dial(b.life)
-			b.mu.Lock()
-			b.pending = nil
-			if err == nil {
-				if b.closed {
-					c.kill(&ns.Error{Errno: syscall.EIO, Msg: "session closed"})
-				}
-				b.cur = c
-			}
-			b.mu.Unlock()
-			call.c, call.err = c, err
-			close(call.done)
-		}()
-	}
-	b.mu.Unlock()
-	select {
-	case <-call.done:
-		if call.err != nil && b.life.Err() != nil {
-			return nil, ns.Errorf(syscall.EIO, "sftp: %s: session closed", b.h.name())
-		}
-		return call.c, call.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
 // Close ends the session and waits for every goroutine it started.
-func (b *backend) Close() error {
-	b.mu.Lock()
-	b.closed = true
-	c := b.cur
-	b.mu.Unlock()
-	b.end()
-	if c != nil {
-		c.kill(&ns.Error{Errno: syscall.EIO, Msg: "session closed"})
+func (b *backend) Close() error { return b.s.Close() }
+
+// call runs op on p on the session's connection (session.Call), after
+// refusing names the server would refuse (paths; messages name where).
+// Reads and attribute changes pass session.Always as retry: they run
+// once more on a new connection when an idle one turns out dead.
+func call[T any](ctx context.Context, b *backend, what, where string, paths []string, retry session.Retry, op func(c *conn) (T, error), release func(T)) (T, error) {
+	if err := b.checkNames(what, where, paths); err != nil {
+		var zero T
+		return zero, err
 	}
-	b.wg.Wait()
-	return nil
+	return session.Call(ctx, b.s, what, where, retry, op, release)
 }
 
-// do runs op on p on a live connection; see run.
-func (b *backend) do(ctx context.Context, what, p string, op func(c *conn) error) error {
-	return b.doOn(ctx, what, p, []string{p}, op)
+// do is call for an operation on p with nothing to return.
+func (b *backend) do(ctx context.Context, what, p string, retry session.Retry, op func(c *conn) error) error {
+	return b.doOn(ctx, what, p, []string{p}, retry, op)
 }
 
 // doOn is do for an operation on several paths, which messages name as
-// where. Names the server would refuse are refused before connecting.
-func (b *backend) doOn(ctx context.Context, what, where string, paths []string, op func(c *conn) error) error {
-	if err := b.checkNames(what, where, paths); err != nil {
-		return err
-	}
-	c, err := b.conn(ctx)
-	if err != nil {
-		return err
-	}
-	return b.run(ctx, c, what, where, func() error { return op(c) })
+// where.
+func (b *backend) doOn(ctx context.Context, what, where string, paths []string, retry session.Retry, op func(c *conn) error) error {
+	_, err := call(ctx, b, what, where, paths, retry, func(c *conn) (struct{}, error) { return struct{}{}, op(c) }, nil)
+	return err
 }
 
-// run runs op, which sends requests on c. pkg/sftp requests cannot be
-// cancelled, so op runs in its own goroutine: the caller returns as soon
-// as ctx ends, and c's watchdog closes a connection that stalls, which
-// ends op.
-func (b *backend) run(ctx context.Context, c *conn, what, p string, op func() error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if why := c.failed(); why != nil {
-		return ns.Errorf(why.Errno, "sftp: %s %s:%s: %s", what, b.h.name(), p, why.Msg)
-	}
-	done := make(chan error, 1)
-	c.begin()
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		err := op()
-		c.end()
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		return b.fail(c, what, p, err)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// fail turns what pkg/sftp returned into an ns.Error that says which
-// operation on which file failed and why.
-func (b *backend) fail(c *conn, what, p string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var done *ns.Error
-	if errors.As(err, &done) {
-		return err
-	}
-	where := fmt.Sprintf("sftp: %s %s:%s", what, b.h.name(), p)
-	if why := c.failed(); why != nil {
-		return ns.Errorf(why.Errno, "%s: %s", where, why.Msg)
-	}
+// answer is the session's Answer hook: what pkg/sftp's status codes say
+// (errors.go finds what OpenSSH's "failure" hides); anything else means
+// the connection is broken.
+func (b *backend) answer(what, p string, err error) (error, bool) {
 	var st *sftp.StatusError
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return ns.Errorf(syscall.ENOENT, "%s: no such file or directory", where)
+		return b.srv.Error(syscall.ENOENT, what, p, syscall.ENOENT), true
 	case errors.Is(err, os.ErrPermission):
-		return ns.Errorf(syscall.EACCES, "%s: permission denied", where)
+		return b.srv.Error(syscall.EACCES, what, p, syscall.EACCES), true
 	case isBadMessage(err):
-		return ns.Errorf(syscall.EINVAL, "%s: invalid argument", where)
-	case errors.Is(err, sftp.ErrSSHFxOpUnsupported):
-		return ns.Errorf(syscall.ENOTSUP, "%s: the server does not support it", where)
-	case errors.As(err, &st) && st.FxCode() == sftp.ErrSSHFxOpUnsupported:
-		return ns.Errorf(syscall.ENOTSUP, "%s: the server does not support it", where)
+		return b.srv.Error(syscall.EINVAL, what, p, syscall.EINVAL), true
+	case errors.Is(err, sftp.ErrSSHFxOpUnsupported),
+		errors.As(err, &st) && st.FxCode() == sftp.ErrSSHFxOpUnsupported:
+		return b.srv.Errorf(syscall.ENOTSUP, what, p, "the server does not support it"), true
 	case errors.As(err, &st) && st.FxCode() != sftp.ErrSSHFxConnectionLost && st.FxCode() != sftp.ErrSSHFxNoConnection:
-		return ns.Errorf(syscall.EIO, "%s: %v", where, err)
+		return b.srv.Error(syscall.EIO, what, p, err), true
 	}
-	// Anything else means the connection is broken: drop it, so that
-	// the next operation reconnects.
-	c.kill(&ns.Error{Errno: syscall.EIO, Msg: fmt.Sprintf("connection lost (%v)", err)})
-	why := c.failed()
-	return ns.Errorf(why.Errno, "%s: %s", where, why.Msg)
+	return nil, false
 }
 
 // toInfo converts pkg/sftp's attributes (mode with the setuid, setgid
@@ -253,54 +144,43 @@ func toInfo(fi os.FileInfo) remote.Info {
 
 // Stat returns the attributes of p itself, a symbolic link included.
 func (b *backend) Stat(ctx context.Context, p string) (remote.Info, error) {
-	var info remote.Info
-	err := b.do(ctx, "stat", p, func(c *conn) error {
+	return call(ctx, b, "stat", p, []string{p}, session.Always, func(c *conn) (remote.Info, error) {
 		fi, err := c.sftp.Lstat(p)
-		if err == nil {
-			info = toInfo(fi)
+		if err != nil {
+			// No look at the ancestors on ENOENT: a negative lookup
+			// is common, and the kernel never looks below a file.
+			return remote.Info{}, err
 		}
-		// No look at the ancestors on ENOENT: a negative lookup is
-		// common, and the kernel never looks below a file.
-		return err
-	})
-	if err != nil {
-		// A cancelled call returns while op may still write info.
-		return remote.Info{}, err
-	}
-	return info, nil
+		return toInfo(fi), nil
+	}, nil)
 }
 
 func (b *backend) List(ctx context.Context, p string) ([]remote.Info, error) {
-	var list []remote.Info
-	err := b.do(ctx, "list", p, func(c *conn) error {
+	return call(ctx, b, "list", p, []string{p}, session.Always, func(c *conn) ([]remote.Info, error) {
 		entries, err := c.sftp.ReadDir(p)
 		// OpenSSH reports ENOTDIR as "no such file".
 		if isFailure(err) || errors.Is(err, os.ErrNotExist) {
 			if fi, serr := c.sftp.Stat(p); serr == nil && !fi.IsDir() {
-				return ns.Errorf(syscall.ENOTDIR, "sftp: list %s:%s: not a directory", b.h.name(), p)
+				return nil, b.srv.Errorf(syscall.ENOTDIR, "list", p, "not a directory")
 			}
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		// OpenSSH lists the attributes of lstat(2), like Stat.
-		list = make([]remote.Info, len(entries))
+		list := make([]remote.Info, len(entries))
 		for i, fi := range entries {
 			list[i] = toInfo(fi)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err // as in Stat: op may still be running
-	}
-	return list, nil
+		return list, nil
+	}, nil)
 }
 
 func (b *backend) Store(ctx context.Context, p string, r io.Reader, size int64, perm os.FileMode) error {
 	src := newSource(ctx, r, size)
 	// The transfer may outlive a cancelled Store: stop it reading r.
 	defer src.stop()
-	return b.do(ctx, "store", p, func(c *conn) error {
+	return b.do(ctx, "store", p, nil, func(c *conn) error {
 		f, created, err := b.openStore(c, p)
 		if err != nil {
 			return err
@@ -348,7 +228,7 @@ func (b *backend) fill(c *conn, what, p string, f *sftp.File, src *source, size 
 		err = cerr
 	}
 	if err == nil && size >= 0 && n < size {
-		return b.errorf(syscall.EIO, what, p, "the data ended after %d of %d bytes", n, size)
+		return b.srv.Errorf(syscall.EIO, what, p, "the data ended after %d of %d bytes", n, size)
 	}
 	return b.writeFailure(c, what, p, src, size-n, err)
 }
@@ -358,7 +238,7 @@ func (b *backend) fill(c *conn, what, p string, f *sftp.File, src *source, size 
 func (b *backend) writeFailure(c *conn, what, p string, src *source, left int64, err error) error {
 	switch {
 	case src.failed(err): // not the server's fault: keep the connection
-		return b.errorf(ns.Errno(err), what, p, "reading the data: %v", err)
+		return b.srv.Errorf(ns.Errno(err), what, p, "reading the data: %w", err)
 	case isFailure(err):
 		return b.fsFailure(c, what, p, path.Dir(p), left, err)
 	}
@@ -446,7 +326,7 @@ func (s *source) stop() {
 }
 
 func (b *backend) Mkdir(ctx context.Context, p string, perm os.FileMode) error {
-	return b.do(ctx, "mkdir", p, func(c *conn) error {
+	return b.do(ctx, "mkdir", p, nil, func(c *conn) error {
 		if err := c.sftp.Mkdir(p); err != nil {
 			return b.explain(c, "mkdir", p, creates, err)
 		}
@@ -457,12 +337,12 @@ func (b *backend) Mkdir(ctx context.Context, p string, perm os.FileMode) error {
 }
 
 func (b *backend) Remove(ctx context.Context, p string) error {
-	return b.do(ctx, "remove", p, func(c *conn) error {
+	return b.do(ctx, "remove", p, nil, func(c *conn) error {
 		// pkg/sftp's Remove also removes an empty directory, which
 		// unlink(2) must not.
 		fi, err := c.sftp.Lstat(p)
 		if err == nil && fi.IsDir() {
-			return b.errorf(syscall.EISDIR, "remove", p, "is a directory")
+			return b.srv.Errorf(syscall.EISDIR, "remove", p, "is a directory")
 		}
 		if err == nil {
 			err = c.sftp.Remove(p)
@@ -472,7 +352,7 @@ func (b *backend) Remove(ctx context.Context, p string) error {
 }
 
 func (b *backend) Rmdir(ctx context.Context, p string) error {
-	return b.do(ctx, "rmdir", p, func(c *conn) error {
+	return b.do(ctx, "rmdir", p, nil, func(c *conn) error {
 		err := c.sftp.RemoveDirectory(p)
 		if !isFailure(err) && !errors.Is(err, os.ErrNotExist) {
 			return err
@@ -482,9 +362,9 @@ func (b *backend) Rmdir(ctx context.Context, p string) error {
 		fi, serr := c.sftp.Lstat(p)
 		switch {
 		case serr == nil && !fi.IsDir():
-			return b.errorf(syscall.ENOTDIR, "rmdir", p, "not a directory")
+			return b.srv.Errorf(syscall.ENOTDIR, "rmdir", p, "not a directory")
 		case serr == nil && nonEmpty(c, p):
-			return b.errorf(syscall.ENOTEMPTY, "rmdir", p, "directory not empty")
+			return b.srv.Errorf(syscall.ENOTEMPTY, "rmdir", p, "directory not empty")
 		}
 		return b.explain(c, "rmdir", p, changes, err)
 	})
@@ -494,7 +374,7 @@ func (b *backend) Rmdir(ctx context.Context, p string) error {
 // posix-rename@openssh.com; plain SFTP rename refuses to (EEXIST).
 func (b *backend) Rename(ctx context.Context, from, to string) error {
 	where := from + " to " + to
-	return b.doOn(ctx, "rename", where, []string{from, to}, func(c *conn) error {
+	return b.doOn(ctx, "rename", where, []string{from, to}, nil, func(c *conn) error {
 		var err error
 		if c.posixRename {
 			err = c.sftp.PosixRename(from, to)
@@ -519,23 +399,23 @@ func (b *backend) renameFailure(c *conn, where, from, to string, err error) erro
 	dst, derr := c.sftp.Lstat(to)
 	switch {
 	case serr != nil && notDir(c, from):
-		return b.errorf(syscall.ENOTDIR, "rename", where, "not a directory")
+		return b.srv.Errorf(syscall.ENOTDIR, "rename", where, "not a directory")
 	case serr != nil:
 		return err
 	case derr == nil && dst.IsDir() && !src.IsDir():
-		return b.errorf(syscall.EISDIR, "rename", where, "is a directory")
+		return b.srv.Errorf(syscall.EISDIR, "rename", where, "is a directory")
 	case derr == nil && !dst.IsDir() && src.IsDir(), derr != nil && notDir(c, to):
-		return b.errorf(syscall.ENOTDIR, "rename", where, "not a directory")
+		return b.srv.Errorf(syscall.ENOTDIR, "rename", where, "not a directory")
 	case notFound:
 		return err
 	case derr == nil && dst.IsDir() && nonEmpty(c, to):
-		return b.errorf(syscall.ENOTEMPTY, "rename", where, "directory not empty")
+		return b.srv.Errorf(syscall.ENOTEMPTY, "rename", where, "directory not empty")
 	case src.IsDir() && strings.HasPrefix(to, from+"/"):
-		return b.errorf(syscall.EINVAL, "rename", where, "a directory cannot move into itself")
+		return b.srv.Errorf(syscall.EINVAL, "rename", where, "a directory cannot move into itself")
 	case derr == nil && !c.posixRename:
-		return b.errorf(syscall.EEXIST, "rename", where, "the server has no posix-rename@openssh.com, and its rename does not replace")
+		return b.srv.Errorf(syscall.EEXIST, "rename", where, "the server has no posix-rename@openssh.com, and its rename does not replace")
 	case crossDevice(c, from, to):
-		return b.errorf(syscall.EXDEV, "rename", where, "the names are on different file systems of the server")
+		return b.srv.Errorf(syscall.EXDEV, "rename", where, "the names are on different file systems of the server")
 	}
 	return b.fsFailure(c, "rename", where, path.Dir(to), 0, err)
 }

@@ -263,16 +263,10 @@ func (s *Session[C]) dialError(op, p string, err error) error {
 	return s.Wrap(op, p, s.Unreachable(err))
 }
 
-// Go runs fn in a goroutine that Close waits for; after Close, at once.
-func (s *Session[C]) Go(fn func()) {
-	if !s.spawn(fn) {
-		fn()
-	}
-}
-
-// spawn runs fn in a goroutine that Close waits for, unless the session
-// is closed.
-func (s *Session[C]) spawn(fn func()) bool {
+// Go runs fn in a goroutine that Close waits for. Once the session is
+// closed it runs nothing and returns false: the connection fn would use
+// is ended already.
+func (s *Session[C]) Go(fn func()) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -316,7 +310,7 @@ func abandonable[C Conn, T any](ctx context.Context, s *Session[C], op, p string
 	// Unbuffered: the result is handed over only while the caller
 	// waits for it, and otherwise released.
 	done := make(chan result)
-	started := s.spawn(func() {
+	started := s.Go(func() {
 		v, err := fn()
 		select {
 		case done <- result{v, err}:
