@@ -8,7 +8,6 @@ import (
 	"syscall"
 
 	"github.com/pkg/sftp"
-
 )
 
 // OpenSSH's sftp-server (errno_to_portable) folds errno into the few
