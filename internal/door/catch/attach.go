@@ -60,11 +60,7 @@ func Attach(n *ns.Namespace, pid int, o Options) error {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ptraceMu := new(sync.Mutex)
-	s := &server{
-		fd: listener, names: names, user: n, ptraceMu: ptraceMu,
-		mnt: mnt, served: sv, log: o.Log, ctx: ctx, nsize: max(nsize, int(unsafe.Sizeof(notif{}))),
-	}
+	s := newServer(ctx, listener, n, names, mnt, sv, new(sync.Mutex), o.Log, nsize)
 	go s.receive()
 	// A pidfd polls readable when its process exits.
 	fds := []pollFd{{fd: int32(pidfd), events: 1 /* POLLIN */}}

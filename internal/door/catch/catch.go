@@ -124,31 +124,16 @@ var ErrUnavailable = errors.New("seccomp user notification is unavailable")
 // handling, reaping of children) and is meant to be called once by a
 // process that does nothing else meanwhile.
 func Run(n *ns.Namespace, o Options) (int, error) {
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
-	if o.Prefix == "" {
-		o.Prefix = "/net"
-	}
-	names, err := newNames(o.Prefix, o.Roots, o.URLName)
+	o, names, err := runOptions(o)
 	if err != nil {
 		return 0, err
-	}
-	if len(o.Args) == 0 {
-		return 0, errors.New("no command to run")
-	}
-	if o.Receivers <= 0 {
-		o.Receivers = 1
 	}
 	nsize, err := notifSizes()
 	if err == nil {
 		err = probeListener()
 	}
-	if errors.Is(err, syscall.EBUSY) {
-		return 0, fmt.Errorf("%w: this process already runs under a seccomp supervisor, such as another wirefs run, and the kernel allows only one", ErrUnavailable)
-	}
 	if err != nil {
-		return 0, fmt.Errorf("%w on this system (%v); wirefs run needs Linux 5.14 or newer with seccomp filters enabled", ErrUnavailable, err)
+		return 0, unavailable(err)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -164,80 +149,151 @@ func Run(n *ns.Namespace, o Options) (int, error) {
 	}
 	defer closeDoor()
 
-	// The helper, which becomes the command.
-	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	cmd, err := startCommand(self, files, o.Args)
 	if err != nil {
 		return 0, err
 	}
+	defer cmd.stop()
+	listener, msg, err := receiveListener(cmd.sock)
+	if err != nil || listener < 0 {
+		status, note, err := helperFailed(err, msg, <-cmd.exited)
+		if note != "" {
+			fmt.Fprintln(os.Stderr, "wirefs run:", note)
+		}
+		return status, err
+	}
+	syncMode := setSyncWakeUp(listener, o)
+	o.Log.Debug("catch: running", "pid", cmd.pid, "prefix", o.Prefix, "door", mnt, "sync-wake-up", syncMode)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := newServer(ctx, listener, n, names, mnt, sv, cmd.ptraceMu, o.Log, nsize)
+	for range o.Receivers {
+		go s.receive()
+	}
+	status := cmd.wait()
+	cancel()
+	o.Log.Debug("catch: done", "status", status, "continued", s.nCont.Load(), "served", s.nServed.Load())
+	// Receivers stay blocked in the kernel until the process exits;
+	// descendants that outlive the command keep being served until
+	// then.
+	return status, nil
+}
+
+// runOptions fills in Run's defaults and checks its options.
+func runOptions(o Options) (Options, *names, error) {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Prefix == "" {
+		o.Prefix = "/net"
+	}
+	names, err := newNames(o.Prefix, o.Roots, o.URLName)
+	if err != nil {
+		return o, nil, err
+	}
+	if len(o.Args) == 0 {
+		return o, nil, errors.New("no command to run")
+	}
+	if o.Receivers <= 0 {
+		o.Receivers = 1
+	}
+	return o, names, nil
+}
+
+// unavailable says why Run cannot use seccomp user notification, given
+// the error of the probe.
+func unavailable(err error) error {
+	if errors.Is(err, syscall.EBUSY) {
+		return fmt.Errorf("%w: this process already runs under a seccomp supervisor, such as another wirefs run, and the kernel allows only one", ErrUnavailable)
+	}
+	return fmt.Errorf("%w on this system (%v); wirefs run needs Linux 5.14 or newer with seccomp filters enabled", ErrUnavailable, err)
+}
+
+// helperFailed is Run's result when the helper sent no listener: err is
+// why none could be received, msg the helper's message and status the
+// command's exit status. note, if any, is for standard error.
+func helperFailed(err error, msg string, status int) (int, string, error) {
+	switch {
+	case err != nil:
+		return 0, "", fmt.Errorf("the helper failed: %w", err)
+	case strings.HasPrefix(msg, msgUnavailable):
+		return 0, "", fmt.Errorf("%w here (%s)", ErrUnavailable, strings.TrimPrefix(msg, msgUnavailable))
+	case strings.HasPrefix(msg, msgNotFound):
+		return status, strings.TrimPrefix(msg, msgNotFound), nil
+	}
+	return status, "", nil
+}
+
+// newServer makes the server of listener.
+func newServer(ctx context.Context, listener int, n *ns.Namespace, names *names, mnt string, sv *served, ptraceMu *sync.Mutex, log *slog.Logger, nsize int) *server {
+	return &server{
+		fd: listener, names: names, user: n, ptraceMu: ptraceMu,
+		mnt: mnt, served: sv, log: log, ctx: ctx, nsize: max(nsize, int(unsafe.Sizeof(notif{}))),
+	}
+}
+
+// command is the helper, started: it becomes the command.
+type command struct {
+	pid    int
+	sock   *os.File       // our end of the socketpair to the helper
+	sigs   chan os.Signal // SIGINT, SIGTERM and SIGHUP, to forward
+	exited chan int       // the command's exit status
+	// ptraceMu is held while a thread is traced: the reaper waits only
+	// meanwhile, since a wait for any child would take a tracee's stops
+	// away from its tracer.
+	ptraceMu *sync.Mutex
+	stop     func() // stops signal handling, closes sock
+}
+
+// startCommand starts the helper with files (the helper's end of a
+// socketpair added last) and the command line args, and reaps every
+// child, orphans included, until the command exits.
+func startCommand(self string, files []*os.File, args []string) (*command, error) {
+	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
 	ours, theirs := os.NewFile(uintptr(pair[0]), "catch"), os.NewFile(uintptr(pair[1]), "catch-helper")
-	defer ours.Close()
 	// Orphaned descendants stay our children: their memory stays
 	// readable (Yama) and they are reaped.
 	syscall.RawSyscall6(syscall.SYS_PRCTL, prSetChildSubreap, 1, 0, 0, 0, 0)
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
 	sigchld := make(chan os.Signal, 1)
 	signal.Notify(sigchld, syscall.SIGCHLD)
-	defer signal.Stop(sigchld)
+	stop := func() {
+		signal.Stop(sigchld)
+		signal.Stop(sigs)
+		ours.Close()
+	}
 	// The helper's end goes right after the inherited descriptors; the
 	// helper closes it before exec.
 	files = append(files, theirs)
-	argv := append([]string{self, HelperArg, strconv.Itoa(len(files) - 1)}, o.Args...)
+	argv := append([]string{self, HelperArg, strconv.Itoa(len(files) - 1)}, args...)
 	proc, err := os.StartProcess(self, argv, &os.ProcAttr{Files: files})
 	theirs.Close()
 	if err != nil {
-		return 0, err
+		stop()
+		return nil, err
 	}
-	pid := proc.Pid
+	c := &command{pid: proc.Pid, sock: ours, sigs: sigs, exited: make(chan int, 1), ptraceMu: new(sync.Mutex), stop: stop}
+	go reap(c.pid, c.ptraceMu, sigchld, c.exited)
+	return c, nil
+}
 
-	// Reap every child (orphans included) until the command exits. The
-	// reaper waits only while no thread is traced (ptraceMu): a wait for
-	// any child would take a tracee's stops away from its tracer.
-	var ptraceMu sync.Mutex
-	exited := make(chan int, 1)
-	go reap(pid, &ptraceMu, sigchld, exited)
-	listener, msg, err := receiveListener(ours)
-	if err != nil || listener < 0 {
-		status := <-exited
-		switch {
-		case err != nil:
-			return 0, fmt.Errorf("the helper failed: %w", err)
-		case strings.HasPrefix(msg, msgUnavailable):
-			return 0, fmt.Errorf("%w here (%s)", ErrUnavailable, strings.TrimPrefix(msg, msgUnavailable))
-		case strings.HasPrefix(msg, msgNotFound):
-			fmt.Fprintln(os.Stderr, "wirefs run:", strings.TrimPrefix(msg, msgNotFound))
-			return status, nil
-		}
-		return status, nil
-	}
-	syncMode := setSyncWakeUp(listener, o)
-	o.Log.Debug("catch: running", "pid", pid, "prefix", o.Prefix, "door", mnt, "sync-wake-up", syncMode)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s := &server{
-		fd: listener, names: names, user: n, ptraceMu: &ptraceMu,
-		mnt: mnt, served: sv, log: o.Log, ctx: ctx, nsize: max(nsize, int(unsafe.Sizeof(notif{}))),
-	}
-	for range o.Receivers {
-		go s.receive()
-	}
-
+// wait forwards signals to the command until it exits, and returns its
+// status.
+func (c *command) wait() int {
 	for {
 		select {
-		case sig := <-sigs:
+		case sig := <-c.sigs:
 			if sig == syscall.SIGINT && fromTerminal() {
 				continue // the command got it from the terminal too
 			}
-			syscall.Kill(pid, sig.(syscall.Signal))
-		case status := <-exited:
-			cancel()
-			o.Log.Debug("catch: done", "status", status, "continued", s.nCont.Load(), "served", s.nServed.Load())
-			// Receivers stay blocked in the kernel until the process
-			// exits; descendants that outlive the command keep being
-			// served until then.
-			return status, nil
+			syscall.Kill(c.pid, sig.(syscall.Signal))
+		case status := <-c.exited:
+			return status
 		}
 	}
 }

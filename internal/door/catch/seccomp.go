@@ -108,53 +108,70 @@ var fdOnly = map[int]int{
 // number (and, for fdOnly calls, two arguments), so the kernel's action
 // cache skips it entirely for all other calls.
 func buildFilter(trapped []int) []syscall.SockFilter {
-	type ins struct {
-		f      syscall.SockFilter
-		jt, jf string // label targets, "" = next
-	}
-	var prog []ins
-	labels := map[string]int{}
-	label := func(l string) { labels[l] = len(prog) }
-	stmt := func(code uint16, k uint32) { prog = append(prog, ins{f: syscall.SockFilter{Code: code, K: k}}) }
-	jump := func(code uint16, k uint32, jt, jf string) {
-		prog = append(prog, ins{f: syscall.SockFilter{Code: code, K: k}, jt: jt, jf: jf})
-	}
+	a := bpfAsm{labels: map[string]int{}}
 	argLo := func(i int) uint32 { return uint32(16 + 8*i) } // low word, little endian
 
-	stmt(bpfLdWAbs, seccompDataArchOff)
-	jump(bpfJmpJeqK, auditArchX8664, "", "allow")
-	stmt(bpfLdWAbs, seccompDataNrOff)
-	jump(bpfJmpJgeK, x32SyscallBit, "enosys", "")
+	a.stmt(bpfLdWAbs, seccompDataArchOff)
+	a.jump(bpfJmpJeqK, auditArchX8664, "", "allow")
+	a.stmt(bpfLdWAbs, seccompDataNrOff)
+	a.jump(bpfJmpJgeK, x32SyscallBit, "enosys", "")
 	for _, nr := range trapped {
 		target := "notif"
 		if _, ok := fdOnly[nr]; ok {
 			target = "fdonly" + strconv.Itoa(nr)
 		}
-		jump(bpfJmpJeqK, uint32(nr), target, "")
+		a.jump(bpfJmpJeqK, uint32(nr), target, "")
 	}
 	// Jumps only go forward: the argument checks sit between the chain
 	// and the returns.
-	jump(bpfJmpJa, 0, "allow", "")
+	a.jump(bpfJmpJa, 0, "allow", "")
 	for _, nr := range trapped {
 		flagsArg, ok := fdOnly[nr]
 		if !ok {
 			continue
 		}
-		label("fdonly" + strconv.Itoa(nr))
-		stmt(bpfLdWAbs, argLo(0))
-		jump(bpfJmpJeqK, uint32(0xffffff9c) /* AT_FDCWD */, "notif", "")
-		stmt(bpfLdWAbs, argLo(flagsArg))
-		jump(bpfJmpJsetK, atEmptyPath, "allow", "notif")
+		a.label("fdonly" + strconv.Itoa(nr))
+		a.stmt(bpfLdWAbs, argLo(0))
+		a.jump(bpfJmpJeqK, uint32(0xffffff9c) /* AT_FDCWD */, "notif", "")
+		a.stmt(bpfLdWAbs, argLo(flagsArg))
+		a.jump(bpfJmpJsetK, atEmptyPath, "allow", "notif")
 	}
-	label("allow")
-	stmt(bpfRetK, retAllow)
-	label("notif")
-	stmt(bpfRetK, retUserNotif)
-	label("enosys")
-	stmt(bpfRetK, retErrno|uint32(syscall.ENOSYS))
+	a.label("allow")
+	a.stmt(bpfRetK, retAllow)
+	a.label("notif")
+	a.stmt(bpfRetK, retUserNotif)
+	a.label("enosys")
+	a.stmt(bpfRetK, retErrno|uint32(syscall.ENOSYS))
+	return a.link()
+}
 
-	out := make([]syscall.SockFilter, len(prog))
-	for i, in := range prog {
+// bpfAsm assembles a BPF program whose jumps name labels.
+type bpfAsm struct {
+	prog   []bpfIns
+	labels map[string]int // label -> index of the instruction it marks
+}
+
+// bpfIns is an instruction with its jump targets as labels.
+type bpfIns struct {
+	f      syscall.SockFilter
+	jt, jf string // label targets, "" = next
+}
+
+// label marks the next instruction.
+func (a *bpfAsm) label(l string) { a.labels[l] = len(a.prog) }
+
+func (a *bpfAsm) stmt(code uint16, k uint32) {
+	a.prog = append(a.prog, bpfIns{f: syscall.SockFilter{Code: code, K: k}})
+}
+
+func (a *bpfAsm) jump(code uint16, k uint32, jt, jf string) {
+	a.prog = append(a.prog, bpfIns{f: syscall.SockFilter{Code: code, K: k}, jt: jt, jf: jf})
+}
+
+// link returns the program with its labels turned into jump offsets.
+func (a *bpfAsm) link() []syscall.SockFilter {
+	out := make([]syscall.SockFilter, len(a.prog))
+	for i, in := range a.prog {
 		out[i] = in.f
 		for _, j := range []struct {
 			l   string
@@ -163,7 +180,7 @@ func buildFilter(trapped []int) []syscall.SockFilter {
 			if j.l == "" {
 				continue
 			}
-			off := labels[j.l] - i - 1
+			off := a.labels[j.l] - i - 1
 			if in.f.Code == bpfJmpJa {
 				out[i].K = uint32(off) // unconditional: the offset is K
 				break

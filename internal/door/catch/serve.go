@@ -3,7 +3,6 @@ package catch
 import (
 	"context"
 	"log/slog"
-	"os"
 	"path"
 	"strings"
 	"sync"
@@ -174,38 +173,72 @@ func (s *server) handle(n *notif) (serve func()) {
 		return nil
 	}
 	w := s.locate(n, c.dirfd, c.path)
+	var w2 where
 	if c.kind == kTwo {
-		w2 := s.locate(n, c.dirfd2, c.path2)
-		switch {
-		case !w.inNS && !w2.inNS:
-			s.cont(n.ID)
-		case w.inNS && w2.inNS && s.mnt != "":
-			s.nServed.Add(1)
-			return func() {
-				if s.valid(n.ID) {
-					s.two(n, c, w, w2)
-				}
-			}
-		default:
-			// One name on each side: mv copies and removes.
-			s.refuse(n, c, syscall.EXDEV)
-		}
-		return nil
+		w2 = s.locate(n, c.dirfd2, c.path2)
 	}
-	if !w.inNS {
+	r := route(c.kind, w.inNS, w2.inNS, s.mnt != "")
+	if r.counted {
+		s.nServed.Add(1)
+	}
+	switch r.action {
+	case routeContinue:
 		s.cont(n.ID)
-		return nil
-	}
-	s.nServed.Add(1)
-	switch c.kind {
-	case kExec:
-		s.refuse(n, c, syscall.EACCES)
-	case kXattr:
-		s.refuse(n, c, syscall.ENOTSUP)
-	default:
+	case routeRefuse:
+		s.refuse(n, c, r.errno)
+	case routeTwo:
+		return func() {
+			if s.valid(n.ID) {
+				s.two(n, c, w, w2)
+			}
+		}
+	case routeServe:
 		return func() { s.serve(n, c, w) }
 	}
 	return nil
+}
+
+// routeAction is what handle does with a trapped call.
+type routeAction int
+
+const (
+	routeContinue routeAction = iota // let the kernel run it
+	routeRefuse                      // answer errno at once
+	routeServe                       // serve it on a goroutine of its own
+	routeTwo                         // serve a rename or link with both names in the namespace
+)
+
+// routing is route's answer.
+type routing struct {
+	action  routeAction
+	errno   syscall.Errno // routeRefuse
+	counted bool          // counted as served (the debug log at exit)
+}
+
+// route decides what becomes of a trapped call of kind k whose name is
+// (in) or is not in the namespace; in2 is the second name of kTwo calls,
+// door whether the private door is mounted. It is pure, and cheap: every
+// trapped call passes here.
+func route(k kind, in, in2, door bool) routing {
+	if k == kTwo {
+		switch {
+		case !in && !in2:
+			return routing{action: routeContinue}
+		case in && in2 && door:
+			return routing{action: routeTwo, counted: true}
+		}
+		// One name on each side: mv copies and removes.
+		return routing{action: routeRefuse, errno: syscall.EXDEV}
+	}
+	switch {
+	case !in:
+		return routing{action: routeContinue}
+	case k == kExec:
+		return routing{action: routeRefuse, errno: syscall.EACCES, counted: true}
+	case k == kXattr:
+		return routing{action: routeRefuse, errno: syscall.ENOTSUP, counted: true}
+	}
+	return routing{action: routeServe, counted: true}
 }
 
 func (s *server) refuse(n *notif, c call, errno syscall.Errno) {
@@ -299,356 +332,6 @@ func (s *server) fail(n *notif, c call, w where, err error) {
 	}
 	s.log.Log(context.Background(), lvl, c.name+" failed", "path", w.rel, "pid", n.Pid, "errno", errno.Error(), "why", err.Error())
 	s.respond(n.ID, 0, errno)
-}
-
-const openTmpfile = 0o20000000 | syscall.O_DIRECTORY
-
-// open serves open, openat, openat2 and creat.
-func (s *server) open(n *notif, c call, w where) {
-	var flags int
-	var mode uint32
-	switch n.Nr {
-	case syscall.SYS_OPEN:
-		flags, mode = int(n.Args[1]), uint32(n.Args[2])
-	case syscall.SYS_OPENAT:
-		flags, mode = int(n.Args[2]), uint32(n.Args[3])
-	case syscall.SYS_CREAT:
-		flags, mode = syscall.O_CREAT|syscall.O_WRONLY|syscall.O_TRUNC, uint32(n.Args[1])
-	case sysOpenat2:
-		var how [16]byte // struct open_how starts with u64 flags, u64 mode
-		if got, err := readRemote(n.Pid, n.Args[2], how[:]); err != nil || got != len(how) || n.Args[3] < 24 {
-			s.respond(n.ID, 0, syscall.EFAULT)
-			return
-		}
-		flags = int(*(*uint64)(unsafe.Pointer(&how[0])))
-		mode = uint32(*(*uint64)(unsafe.Pointer(&how[8])))
-	}
-	fdFlags := uint32(0)
-	if flags&syscall.O_CLOEXEC != 0 {
-		fdFlags = syscall.O_CLOEXEC
-	}
-	if flags&openTmpfile == openTmpfile {
-		s.respond(n.ID, 0, syscall.EOPNOTSUPP)
-		return
-	}
-	// The private door by name, with every flag: the kernel and the door
-	// do what they do on the mounted door (create, O_EXCL, O_TRUNC).
-	byName := func() {
-		s.injectPath(n, c, w, s.private(w), flags|syscall.O_CLOEXEC, mode, fdFlags)
-	}
-
-	ctx, cancel := s.watch(n.ID)
-	defer cancel()
-	node, err := s.user.Resolve(ctx, w.rel)
-	if err != nil {
-		if flags&syscall.O_CREAT != 0 && ns.Errno(err) == syscall.ENOENT && s.mnt != "" {
-			byName() // a new stored file, or EROFS from the door
-			return
-		}
-		s.fail(n, c, w, err)
-		return
-	}
-	if flags&(syscall.O_CREAT|syscall.O_EXCL) == syscall.O_CREAT|syscall.O_EXCL {
-		s.respond(n.ID, 0, syscall.EEXIST)
-		return
-	}
-	o, isOpener := node.(ns.Opener)
-	stored := ns.IsStored(node)
-	if flags&oPath != 0 {
-		// The kernel cannot hand over an O_PATH descriptor
-		// (SECCOMP_IOCTL_NOTIF_ADDFD answers EBADF), so directories
-		// and stored files are opened for reading instead: the
-		// descriptor serves as a base for *at calls, fchdir and fstat
-		// all the same. Opening an endpoint would connect or bind.
-		if isOpener && !stored {
-			s.respond(n.ID, 0, syscall.EOPNOTSUPP)
-			return
-		}
-		flags = flags&^(oPath|syscall.O_ACCMODE) | syscall.O_RDONLY
-	}
-	if !isOpener {
-		// Directories and nodes that cannot be opened: the private
-		// door (and the kernel) decide, as on the mounted door.
-		s.injectPath(n, c, w, s.private(w), flags&^openOnly|syscall.O_CLOEXEC, 0, fdFlags)
-		return
-	}
-	if flags&syscall.O_DIRECTORY != 0 || w.slash {
-		s.respond(n.ID, 0, syscall.ENOTDIR)
-		return
-	}
-	if stored && s.mnt != "" &&
-		(flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0) {
-		// A stored file opened for writing: its handle needs the
-		// door's flush and truncation, so it is opened there.
-		byName()
-		return
-	}
-	nsFlags := flags &^ (syscall.O_CLOEXEC | openOnly)
-	h, err := o.Open(ctx, s.caller(n.Pid), nsFlags)
-	if err != nil {
-		s.fail(n, c, w, err)
-		return
-	}
-	if ko, ok := h.(ns.KernelObject); ok {
-		// Connected sockets, and stored files complete and clean in
-		// the cache (opened read-only: the cache's data file).
-		if s.injectKernel(n, c, w, h, ko, flags, fdFlags) {
-			return
-		}
-	}
-	if _, file := h.(ns.ReaderAt); (stored || file) && s.mnt != "" {
-		// Files (stored, or made at open like dns/NAME) by name, so
-		// that fstat of the descriptor shows the inode stat of the
-		// name does (cp checks that they agree). Opening them twice
-		// is harmless; streams are not reopened (that would connect
-		// or accept again) and go through the pending directory.
-		h.Close()
-		byName()
-		return
-	}
-	// Daemon-served: hand over an fd on the private door.
-	reopen := func(ctx context.Context, c ns.Caller, flags int) (ns.Handle, error) {
-		return o.Open(ctx, c, flags)
-	}
-	id := s.served.add(h, node, reopen)
-	s.injectPath(n, c, w, s.mnt+"/"+pendingDir+"/"+id, flags&^openOnly|syscall.O_CLOEXEC, 0, fdFlags, func(fd int) {
-		var st syscall.Stat_t
-		if syscall.Fstat(fd, &st) == nil {
-			s.served.bind(h, st.Ino)
-		}
-	})
-	s.served.drop(id) // closes h unless the door took it
-}
-
-// openOnly are open flags that act on the name or the open itself, not on
-// the handle; a node opened by the catcher never sees them, nor does the
-// private door's inode of an already opened handle.
-const openOnly = syscall.O_CREAT | syscall.O_EXCL | syscall.O_NOCTTY | syscall.O_TRUNC | syscall.O_NOATIME | syscall.O_DIRECT
-
-// injectKernel gives the target the kernel object itself. It returns
-// false when the handle has no file after all (then the door serves it).
-func (s *server) injectKernel(n *notif, c call, w where, h ns.Handle, ko ns.KernelObject, flags int, fdFlags uint32) bool {
-	f, err := ko.KernelFile()
-	if err != nil {
-		s.log.Debug("catch: no kernel file, serving through the door", "path", w.rel, "err", err)
-		return false
-	}
-	// The file shares its open file description with the daemon's
-	// socket, which Go keeps non-blocking; the program gets the mode it
-	// asked for. Fd() also takes the file out of Go's poller.
-	fd := int(f.Fd())
-	fl, err := fcntl(fd, syscall.F_GETFL, 0)
-	if err == nil {
-		want := fl &^ syscall.O_NONBLOCK
-		if flags&syscall.O_NONBLOCK != 0 {
-			want |= syscall.O_NONBLOCK
-		}
-		if want != fl {
-			fcntl(fd, syscall.F_SETFL, want)
-		}
-	}
-	s.addfd(n, c, w, fd, fdFlags)
-	// The target holds the object now; the daemon lets go of its copy
-	// so that closing the target's fd really closes the connection.
-	h.Close()
-	return true
-}
-
-// injectPath opens name on the private door with flags (and mode, for
-// O_CREAT) and gives the target that fd. opened, if set, sees the fd
-// first.
-func (s *server) injectPath(n *notif, c call, w where, name string, flags int, mode uint32, fdFlags uint32, opened ...func(fd int)) {
-	if s.mnt == "" {
-		s.fail(n, c, w, ns.Errorf(syscall.EOPNOTSUPP, "no private FUSE door"))
-		return
-	}
-	var fd int
-	var err error
-	for {
-		fd, err = syscall.Open(name, flags, mode)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		s.fail(n, c, w, err)
-		return
-	}
-	defer syscall.Close(fd)
-	for _, f := range opened {
-		f(fd)
-	}
-	s.addfd(n, c, w, fd, fdFlags)
-}
-
-// addfd installs fd in the target and answers the call with the new
-// number, in one step (SECCOMP_ADDFD_FLAG_SEND).
-func (s *server) addfd(n *notif, c call, w where, fd int, fdFlags uint32) {
-	a := notifAddfd{ID: n.ID, Flags: addfdFlagSend, Srcfd: uint32(fd), NewfdFlags: fdFlags}
-	for {
-		_, e := ioctl(s.fd, ioctlNotifAddfd, uintptr(unsafe.Pointer(&a)))
-		switch e {
-		case 0:
-			return
-		case syscall.EINTR:
-			continue
-		case syscall.ENOENT, syscall.EINPROGRESS:
-			// The target was interrupted or died meanwhile.
-			s.log.Debug("catch: target gone before its fd was given", "path", w.rel, "pid", n.Pid)
-			return
-		default:
-			// EMFILE in the target, for instance.
-			s.fail(n, c, w, e)
-			return
-		}
-	}
-}
-
-func fcntl(fd, cmd, arg int) (int, error) {
-	r, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), uintptr(cmd), uintptr(arg))
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
-}
-
-// writeTarget copies b to addr in the target. /proc/TID/mem is opened
-// first and the notification checked after, so the fd is known to be the
-// target's memory even if its pid was reused.
-func (s *server) writeTarget(n *notif, addr uint64, b []byte) syscall.Errno {
-	f, err := os.OpenFile(procPath(n.Pid, "mem"), os.O_RDWR, 0)
-	if err != nil {
-		return syscall.ESRCH
-	}
-	defer f.Close()
-	if !s.valid(n.ID) {
-		return syscall.ESRCH
-	}
-	if _, err := f.WriteAt(b, int64(addr)); err != nil {
-		return syscall.EFAULT
-	}
-	return 0
-}
-
-// statLike runs stat, lstat, newfstatat, statx, statfs, readlink or
-// readlinkat on the private door and writes the result into the target.
-func (s *server) statLike(n *notif, c call, w where) {
-	p, err := syscall.BytePtrFromString(s.private(w))
-	if err != nil {
-		s.respond(n.ID, 0, syscall.EINVAL)
-		return
-	}
-	var buf [256]byte
-	var size int
-	var addr uint64
-	var r uintptr
-	var e syscall.Errno
-	bp := uintptr(unsafe.Pointer(&buf[0]))
-	pp := uintptr(unsafe.Pointer(p))
-	switch n.Nr {
-	case syscall.SYS_STAT:
-		r, _, e = syscall.Syscall6(syscall.SYS_NEWFSTATAT, atFDCWDu, pp, bp, 0, 0, 0)
-		size, addr = int(unsafe.Sizeof(syscall.Stat_t{})), n.Args[1]
-	case syscall.SYS_LSTAT:
-		r, _, e = syscall.Syscall6(syscall.SYS_NEWFSTATAT, atFDCWDu, pp, bp, atSymlinkNofollow, 0, 0)
-		size, addr = int(unsafe.Sizeof(syscall.Stat_t{})), n.Args[1]
-	case syscall.SYS_NEWFSTATAT:
-		r, _, e = syscall.Syscall6(syscall.SYS_NEWFSTATAT, atFDCWDu, pp, bp, uintptr(n.Args[3]), 0, 0)
-		size, addr = int(unsafe.Sizeof(syscall.Stat_t{})), n.Args[2]
-	case sysStatx:
-		r, _, e = syscall.Syscall6(sysStatx, atFDCWDu, pp, uintptr(n.Args[2]), uintptr(n.Args[3]), bp, 0)
-		size, addr = 256, n.Args[4]
-	case syscall.SYS_STATFS:
-		r, _, e = syscall.Syscall(syscall.SYS_STATFS, pp, bp, 0)
-		size, addr = int(unsafe.Sizeof(syscall.Statfs_t{})), n.Args[1]
-	case syscall.SYS_READLINK, syscall.SYS_READLINKAT:
-		bufArg, sizeArg := n.Args[1], n.Args[2]
-		if n.Nr == syscall.SYS_READLINKAT {
-			bufArg, sizeArg = n.Args[2], n.Args[3]
-		}
-		r, _, e = syscall.Syscall6(syscall.SYS_READLINKAT, atFDCWDu, pp, bp, uintptr(len(buf)), 0, 0)
-		size, addr = int(r), bufArg
-		if e == 0 && uint64(size) > sizeArg {
-			size = int(sizeArg)
-			r = uintptr(size)
-		}
-	}
-	if e != 0 {
-		s.log.Debug("catch: "+c.name, "path", w.rel, "errno", e.Error())
-		s.respond(n.ID, 0, e)
-		return
-	}
-	if c.kind == kStat || c.kind == kStatx {
-		s.kernelIdentity(n, c, w, buf[:])
-	}
-	if errno := s.writeTarget(n, addr, buf[:size]); errno != 0 {
-		s.respond(n.ID, 0, errno)
-		return
-	}
-	s.respond(n.ID, int64(r), 0)
-}
-
-const atFDCWDu = ^uintptr(99) // AT_FDCWD (-100) as an argument
-
-// kernelIdentity puts the device and inode number of the cache's file
-// into the stat result buf of a stored file that an open would hand over
-// as that file (complete and clean in the cache), so that stat of the
-// name and fstat of the descriptor agree on them as programs expect (cp
-// refuses a file "replaced while being copied" otherwise). Size, mode and
-// times stay the remote file's.
-func (s *server) kernelIdentity(n *notif, c call, w where, buf []byte) {
-	node, err := s.user.Resolve(s.ctx, w.rel)
-	if err != nil {
-		return
-	}
-	o, ok := node.(ns.Opener)
-	if !ok || !ns.IsStored(node) {
-		return
-	}
-	h, err := o.Open(s.ctx, s.caller(n.Pid), syscall.O_RDONLY)
-	if err != nil {
-		return
-	}
-	defer h.Close()
-	ko, ok := h.(ns.KernelObject)
-	if !ok {
-		return
-	}
-	f, err := ko.KernelFile()
-	if err != nil {
-		return
-	}
-	var st syscall.Stat_t
-	if syscall.Fstat(int(f.Fd()), &st) != nil {
-		return
-	}
-	if c.kind == kStat {
-		*(*uint64)(unsafe.Pointer(&buf[0])) = st.Dev
-		*(*uint64)(unsafe.Pointer(&buf[8])) = st.Ino
-		return
-	}
-	// struct statx: stx_ino at 32, stx_dev_major and _minor at 136.
-	*(*uint64)(unsafe.Pointer(&buf[32])) = st.Ino
-	*(*uint32)(unsafe.Pointer(&buf[136])) = uint32((st.Dev>>8)&0xfff | (st.Dev>>32)&^0xfff)
-	*(*uint32)(unsafe.Pointer(&buf[140])) = uint32(st.Dev&0xff | (st.Dev>>12)&^0xff)
-}
-
-// access serves access, faccessat and faccessat2 on the private door.
-func (s *server) access(n *notif, c call, w where) {
-	p, err := syscall.BytePtrFromString(s.private(w))
-	if err != nil {
-		s.respond(n.ID, 0, syscall.EINVAL)
-		return
-	}
-	mode, flags := n.Args[1], uint64(0)
-	switch n.Nr {
-	case syscall.SYS_FACCESSAT:
-		mode = n.Args[2]
-	case sysFaccessat2:
-		mode, flags = n.Args[2], n.Args[3]
-	}
-	_, _, e := syscall.Syscall6(sysFaccessat2, atFDCWDu, uintptr(unsafe.Pointer(p)), uintptr(mode), uintptr(flags), 0, 0)
-	s.respond(n.ID, 0, e)
 }
 
 // Constants the syscall package lacks.
