@@ -47,6 +47,12 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(baseDir)
+	// Everything the tests start makes its temporary files here, the
+	// catchers' private doors included: the checks below then see this
+	// run's doors only, not those of other runs on the machine.
+	// Searchable, as /tmp is: tests run programs as nobody from here.
+	os.Chmod(baseDir, 0o755)
+	os.Setenv("TMPDIR", baseDir)
 	if testdata, err = filepath.Abs("testdata"); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
@@ -80,11 +86,12 @@ func testMain(m *testing.M) int {
 	return code
 }
 
-// catcherDoors are the private FUSE doors of wirefs run supervisors now
-// mounted in the temporary directory (hidden directories "wirefs-catch-*").
+// catcherDoors are the private FUSE doors of this run's wirefs run
+// supervisors now mounted (directories "wirefs-catch-*" in TMPDIR, which
+// testMain points at baseDir).
 func catcherDoors() map[string]bool {
 	doors := map[string]bool{}
-	for _, m := range mountsUnder(strings.TrimSuffix(os.TempDir(), "/")) {
+	for _, m := range mountsUnder(baseDir) {
 		if strings.HasPrefix(filepath.Base(m), "wirefs-catch-") {
 			doors[m] = true
 		}
