@@ -2,20 +2,16 @@ package ftp
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
-	"net"
 	"net/textproto"
-	"os"
 	"path"
+	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	ftplib "github.com/jlaffaye/ftp"
 
 	"wirefs/internal/ns"
-	"wirefs/internal/remote"
 )
 
 // replyErrno maps an FTP error reply to an errno. RFC 959's codes say
@@ -90,34 +86,6 @@ func isConnLoss(err error) bool {
 	return true
 }
 
-// lossError turns a lost or stalled connection into the errno a program
-// sees: ETIMEDOUT when the server made no progress for the bound, the
-// context's errno when the caller gave up, EIO otherwise.
-func (b *Backend) lossError(ctx context.Context, op, p string, err error) error {
-	return b.failure(ctx, op, p, err, b.timeout)
-}
-
-// failure is lossError for a step bounded by bound (ConnectTimeout while
-// connecting and logging in).
-func (b *Backend) failure(ctx context.Context, op, p string, err error, bound time.Duration) error {
-	if ctx.Err() != nil {
-		return ns.Errorf(ns.Errno(ctx.Err()), "ftp %s %s on %s: %v", op, p, b.host, ctx.Err())
-	}
-	var reply *textproto.Error
-	if errors.As(err, &reply) {
-		return ns.Errorf(syscall.EIO, "ftp %s %s: %s closed the session: %s", op, p, b.host, reply.Msg)
-	}
-	var ne net.Error
-	if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
-		return ns.Errorf(syscall.ETIMEDOUT, "ftp %s %s: %s made no progress for %s", op, p, b.host, bound)
-	}
-	var certErr *tls.CertificateVerificationError
-	if errors.As(err, &certErr) {
-		return ns.Errorf(syscall.EACCES, "ftp %s: %s's TLS certificate is not trusted: %v", op, b.host, certErr.Err)
-	}
-	return ns.Errorf(remote.ConnErrno(err), "ftp %s %s: connection to %s failed: %v", op, p, b.host, err)
-}
-
 // explain turns the server's refusal of op on p into an errno, looking at
 // the file through the same connection when the reply is ambiguous.
 func (pc *pconn) explain(op, p string, err error) error {
@@ -126,17 +94,17 @@ func (pc *pconn) explain(op, p string, err error) error {
 		return err
 	}
 	if errors.Is(err, ftplib.ErrInvalidCommand) {
-		return ns.Errorf(syscall.EINVAL, "ftp %s %q: FTP cannot carry a name with a line break", op, p)
+		return pc.b.srv.Errorf(syscall.EINVAL, op, strconv.Quote(p), "FTP cannot carry a name with a line break")
 	}
 	var reply *textproto.Error
 	if !errors.As(err, &reply) {
-		return pc.b.lossError(context.Background(), op, p, err)
+		return pc.b.srv.Failure(context.Background(), op, p, err, false)
 	}
 	errno, ambiguous := replyErrno(reply.Code, reply.Msg)
 	if ambiguous {
 		errno = pc.lookAt(op, p, errno)
 	}
-	return ns.Errorf(errno, "ftp %s %s on %s: server said %d %s", op, p, pc.b.host, reply.Code, strings.TrimSpace(reply.Msg))
+	return pc.b.srv.Errorf(errno, op, p, "the server said %d %s", reply.Code, strings.TrimSpace(reply.Msg))
 }
 
 // lookAt decides an ambiguous refusal from what exists: a missing file is

@@ -51,6 +51,7 @@ import (
 	"wirefs/internal/ns"
 	"wirefs/internal/remote"
 	"wirefs/internal/remote/addr"
+	"wirefs/internal/remote/session"
 )
 
 // Defaults for zero Options.
@@ -62,17 +63,16 @@ const (
 // Backend is one FTP session. It implements remote.Backend and
 // remote.Writer.
 type Backend struct {
-	addr     string // host:port
-	host     string // for messages and ~/.netrc
+	addr     string         // host:port
+	host     string         // for ~/.netrc and prompts
+	srv      session.Server // "ftp [user@]host[:port]" in messages; the bounds
 	user     string
 	password string // never logged nor put in errors
 	tls      *tls.Config
 	log      *slog.Logger
 	times    poolTimes
 
-	connectTimeout time.Duration
-	timeout        time.Duration
-	home           string // PWD after login: what "/" means
+	home string // PWD after login: what "/" means
 
 	slots     chan struct{} // one per leased connection: at most MaxConns
 	transfers chan struct{} // one per leased transfer: at most MaxConns-1
@@ -107,23 +107,26 @@ func Dial(ctx context.Context, server string, o remote.Options) (remote.Backend,
 }
 
 func dial(ctx context.Context, server string, o remote.Options, times poolTimes) (*Backend, error) {
+	o = o.WithDefaults(defaultConnectTimeout, defaultTimeout)
+	srv := session.Server{Proto: "ftp", Host: server, ConnectTimeout: o.ConnectTimeout, Timeout: o.Timeout}
+	if o.TLS {
+		srv.Proto = "ftps"
+	}
 	sv, err := addr.Parse(server)
 	if err != nil {
-		return nil, ns.Errorf(syscall.EINVAL, "ftp: %v", err)
+		return nil, srv.Error(syscall.EINVAL, "", "", err)
 	}
 	user, host := sv.User, sv.Host
-	o = o.WithDefaults(defaultConnectTimeout, defaultTimeout)
 	b := &Backend{
-		addr:           sv.HostPort("21"),
-		host:           host,
-		log:            o.Log,
-		times:          times,
-		connectTimeout: o.ConnectTimeout,
-		timeout:        o.Timeout,
-		slots:          make(chan struct{}, MaxConns),
-		transfers:      make(chan struct{}, MaxConns-1),
-		live:           map[*pconn]struct{}{},
-		done:           make(chan struct{}),
+		addr:      sv.HostPort("21"),
+		host:      host,
+		srv:       srv,
+		log:       o.Log,
+		times:     times,
+		slots:     make(chan struct{}, MaxConns),
+		transfers: make(chan struct{}, MaxConns-1),
+		live:      map[*pconn]struct{}{},
+		done:      make(chan struct{}),
 	}
 	if o.TLS {
 		b.tls = &tls.Config{
@@ -137,10 +140,10 @@ func dial(ctx context.Context, server string, o remote.Options, times poolTimes)
 		}
 	}
 	if b.user, b.password, err = credentials(user, host, o); err != nil {
-		return nil, err
+		return nil, srv.Error(ns.Errno(err), "", "", err)
 	}
 
-	pc, err := b.get(ctx, false)
+	pc, err := b.get(ctx, false, "connect", "")
 	if err != nil {
 		return nil, err
 	}
@@ -149,15 +152,15 @@ func dial(ctx context.Context, server string, o remote.Options, times poolTimes)
 		b.discard(pc)
 		b.Close()
 		if isConnLoss(err) {
-			return nil, b.lossError(ctx, "pwd", "/", err)
+			return nil, b.srv.Failure(ctx, "pwd", "", err, false)
 		}
-		return nil, ns.Errorf(syscall.EIO, "ftp: %s does not say the login directory (PWD): %v", host, err)
+		return nil, b.srv.Errorf(syscall.EIO, "pwd", "", "the server does not say the login directory: %w", err)
 	}
 	b.home = home
 	b.put(pc)
 	b.wg.Add(1)
 	go b.janitor()
-	b.log.Debug("ftp: session started", "host", host, "user", b.user, "home", home, "tls", o.TLS)
+	b.log.Debug("ftp: session started", "server", b.srv.Host, "user", b.user, "home", home, "tls", o.TLS)
 	return b, nil
 }
 
@@ -165,7 +168,7 @@ func dial(ctx context.Context, server string, o remote.Options, times poolTimes)
 func credentials(user, host string, o remote.Options) (login, password string, err error) {
 	nlogin, npassword, ok, err := remote.Netrc(o.Home, host)
 	if err != nil {
-		return "", "", ns.Errorf(syscall.EACCES, "ftp: cannot read ~/.netrc: %v", err)
+		return "", "", ns.Errorf(syscall.EACCES, "cannot read ~/.netrc: %v", err)
 	}
 	switch {
 	case user == "" && ok && nlogin != "":
@@ -177,7 +180,7 @@ func credentials(user, host string, o remote.Options) (login, password string, e
 	case o.Askpass != nil:
 		p, err := o.Askpass(fmt.Sprintf("Password for ftp://%s@%s: ", user, host))
 		if err != nil {
-			return "", "", ns.Errorf(syscall.EACCES, "ftp: no password for %s@%s: %v", user, host, err)
+			return "", "", ns.Errorf(syscall.EACCES, "no password for %s@%s: %v", user, host, err)
 		}
 		return user, p, nil
 	}
@@ -190,14 +193,15 @@ func credentials(user, host string, o remote.Options) (login, password string, e
 func (b *Backend) serverPath(p string) string { return path.Join(b.home, p) }
 
 // use leases a connection and runs fn on it; ctx cancellation breaks the
-// connection. A refusal is explained (errors.go). A connection that turned
-// out dead is discarded; when it had been idle in the pool (the server may
-// have restarted since) and canRetry allows, the operation runs once more
-// on a new connection. On success the connection stays leased to the
+// connection (one call has it to itself: nothing is abandoned). A
+// refusal is explained (errors.go). A connection that turned out dead is
+// discarded, and session.Again decides whether the operation runs once
+// more on a new connection (it had been idle in the pool: the server may
+// have restarted since). On success the connection stays leased to the
 // caller, who must put it back.
-func (b *Backend) use(ctx context.Context, transfer bool, op, p string, canRetry func() bool, fn func(pc *pconn) error) (*pconn, error) {
+func (b *Backend) use(ctx context.Context, transfer bool, op, p string, retry session.Retry, fn func(pc *pconn) error) (*pconn, error) {
 	for attempt := 0; ; attempt++ {
-		pc, err := b.get(ctx, transfer)
+		pc, err := b.get(ctx, transfer, op, p)
 		if err != nil {
 			return nil, err
 		}
@@ -210,7 +214,7 @@ func (b *Backend) use(ctx context.Context, transfer bool, op, p string, canRetry
 		if !stop() {
 			// ctx fired: the connection is broken whatever fn saw.
 			b.discard(pc)
-			return nil, b.lossError(ctx, op, p, context.Cause(ctx))
+			return nil, b.srv.Wrap(op, p, session.Interrupted(ctx))
 		}
 		if err == nil {
 			pc.lastUsed = time.Now()
@@ -225,18 +229,19 @@ func (b *Backend) use(ctx context.Context, transfer bool, op, p string, canRetry
 			return nil, err
 		}
 		b.discard(pc)
-		if attempt == 0 && pc.reused && !isTimeout(err) && (canRetry == nil || canRetry()) {
-			b.log.Debug("ftp: pooled connection lost; reconnecting", "host", b.host, "op", op, "err", err)
+		if session.Again(attempt, pc.reused, err, retry) {
+			b.log.Debug("ftp: pooled connection lost; reconnecting", "server", b.srv.Host, "op", op, "err", err)
 			b.dropIdle()
 			continue
 		}
-		return nil, b.lossError(ctx, op, p, err)
+		return nil, b.srv.Failure(ctx, op, p, err, false)
 	}
 }
 
-// do is use for operations that give the connection back at once.
+// do is use for operations that give the connection back at once; each
+// is one command that comes out the same when repeated.
 func (b *Backend) do(ctx context.Context, op, p string, fn func(pc *pconn) error) error {
-	pc, err := b.use(ctx, false, op, p, nil, fn)
+	pc, err := b.use(ctx, false, op, p, session.Always, fn)
 	if err == nil {
 		b.put(pc)
 	}
@@ -252,11 +257,6 @@ func isRefusalText(err error) bool {
 		!errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded)
 }
 
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
-}
-
 // Stat returns the attributes of p from its parent's listing (see the
 // package comment for why).
 func (b *Backend) Stat(ctx context.Context, p string) (remote.Info, error) {
@@ -264,7 +264,7 @@ func (b *Backend) Stat(ctx context.Context, p string) (remote.Info, error) {
 	err := b.do(ctx, "stat", p, func(pc *pconn) error {
 		i, found, err := pc.find(p)
 		if err == nil && !found {
-			return ns.Errorf(syscall.ENOENT, "ftp stat %s on %s: no such file", p, b.host)
+			return b.srv.Error(syscall.ENOENT, "stat", p, syscall.ENOENT)
 		}
 		info = i
 		return err
@@ -289,10 +289,10 @@ func (b *Backend) List(ctx context.Context, p string) ([]remote.Info, error) {
 				return err
 			}
 			if !found {
-				return ns.Errorf(syscall.ENOENT, "ftp list %s on %s: no such directory", p, b.host)
+				return b.srv.Error(syscall.ENOENT, "list", p, syscall.ENOENT)
 			}
 			if !info.Mode.IsDir() {
-				return ns.Errorf(syscall.ENOTDIR, "ftp list %s on %s: not a directory", p, b.host)
+				return b.srv.Error(syscall.ENOTDIR, "list", p, syscall.ENOTDIR)
 			}
 		}
 		infos = entries
@@ -341,7 +341,7 @@ func (pc *pconn) find(p string) (info remote.Info, found bool, err error) {
 // The reader holds a transfer connection until it is closed.
 func (b *Backend) ReadRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
 	if off < 0 {
-		return nil, ns.Errorf(syscall.EINVAL, "ftp read %s: negative offset %d", p, off)
+		return nil, b.srv.Errorf(syscall.EINVAL, "read", p, "negative offset %d", off)
 	}
 	var resp *ftplib.Response
 	pc, err := b.use(ctx, true, "read", p, nil, func(pc *pconn) error {
@@ -377,7 +377,7 @@ func (r *rangeReader) Read(p []byte) (int, error) {
 	case r.err != nil:
 		return 0, r.err
 	case r.closed:
-		return 0, ns.Errorf(syscall.EBADF, "ftp read %s: reader is closed", r.path)
+		return 0, r.b.srv.Errorf(syscall.EBADF, "read", r.path, "reader is closed")
 	case r.done || r.left == 0:
 		return 0, io.EOF
 	}
@@ -410,12 +410,12 @@ func (r *rangeReader) fail(err error) error {
 	if !isConnLoss(err) {
 		var reply *textproto.Error
 		if errors.As(err, &reply) {
-			return ns.Errorf(syscall.EIO, "ftp read %s on %s: transfer failed: %d %s", r.path, r.b.host, reply.Code, strings.TrimSpace(reply.Msg))
+			return r.b.srv.Errorf(syscall.EIO, "read", r.path, "transfer failed: %d %s", reply.Code, strings.TrimSpace(reply.Msg))
 		}
 		return err
 	}
 	r.pc.kill()
-	return r.b.lossError(r.ctx, "read", r.path, err)
+	return r.b.srv.Failure(r.ctx, "read", r.path, err, false)
 }
 
 // Close ends the transfer. Before the end of the data it closes the data
@@ -432,11 +432,11 @@ func (r *rangeReader) Close() error {
 		return nil
 	}
 	if !r.done {
-		r.pc.ctrl.timeout.Store(int64(abortWait))
+		r.pc.ctrl.SetTimeout(abortWait)
 		err := r.resp.Close()
 		var reply *textproto.Error
 		if (err == nil || errors.As(err, &reply)) && r.pc.sc.NoOp() == nil {
-			r.pc.ctrl.timeout.Store(int64(r.b.timeout))
+			r.pc.ctrl.SetTimeout(r.b.srv.Timeout)
 		} else {
 			r.b.discard(r.pc)
 			return nil
@@ -462,7 +462,7 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 		src.r = io.LimitReader(r, size)
 	}
 	var created bool
-	pc, err := b.use(ctx, true, "store", p, func() bool { return src.n == 0 }, func(pc *pconn) error {
+	pc, err := b.use(ctx, true, "store", p, session.Unsent(src.sent), func(pc *pconn) error {
 		sp := b.serverPath(p)
 		{
 			// SIZE is the cheapest "does it exist" (no data
@@ -480,7 +480,7 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 	}
 	if size >= 0 && src.n != size {
 		b.put(pc)
-		return ns.Errorf(syscall.EIO, "ftp store %s: the data ended after %d of %d bytes", p, src.n, size)
+		return b.srv.Errorf(syscall.EIO, "store", p, "the data ended after %d of %d bytes", src.n, size)
 	}
 	if created {
 		pc.chmodQuietly(p, perm)
@@ -497,7 +497,7 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 func (b *Backend) Append(ctx context.Context, p string, r io.Reader, n int64) (int64, error) {
 	src := &countingReader{r: io.LimitReader(r, n)}
 	size := int64(-1)
-	pc, err := b.use(ctx, true, "append", p, func() bool { return src.n == 0 }, func(pc *pconn) error {
+	pc, err := b.use(ctx, true, "append", p, session.Unsent(src.sent), func(pc *pconn) error {
 		sp := b.serverPath(p)
 		// APPE creates a missing file; Append's contract is an
 		// existing one (the cache sends a new file whole).
@@ -517,7 +517,7 @@ func (b *Backend) Append(ctx context.Context, p string, r io.Reader, n int64) (i
 	}
 	b.put(pc)
 	if src.n != n {
-		return -1, ns.Errorf(syscall.EIO, "ftp append %s: the data ended after %d of %d bytes", p, src.n, n)
+		return -1, b.srv.Errorf(syscall.EIO, "append", p, "the data ended after %d of %d bytes", src.n, n)
 	}
 	return size, nil
 }
@@ -534,6 +534,8 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
+
+func (c *countingReader) sent() int64 { return c.n }
 
 // Mkdir makes directory p with MKD, then asks for perm (servers apply
 // their own umask; a refusal of the mode does not undo the directory).
@@ -586,7 +588,7 @@ func (b *Backend) Rename(ctx context.Context, from, to string) error {
 		if errno == 0 {
 			return err
 		}
-		return ns.Errorf(errno, "ftp rename %s to %s on %s: server said %d %s", from, to, b.host, reply.Code, strings.TrimSpace(reply.Msg))
+		return b.srv.Errorf(errno, "rename", from+" to "+to, "the server said %d %s", reply.Code, strings.TrimSpace(reply.Msg))
 	})
 }
 
@@ -615,7 +617,7 @@ func (pc *pconn) chmod(p string, perm os.FileMode) error {
 // allows; where it does not, the file keeps the server's mode.
 func (pc *pconn) chmodQuietly(p string, perm os.FileMode) {
 	if err := pc.chmod(p, perm); err != nil {
-		pc.b.log.Debug("ftp: server did not set the mode of a new file", "host", pc.b.host, "path", p, "err", err)
+		pc.b.log.Debug("ftp: server did not set the mode of a new file", "server", pc.b.srv.Host, "path", p, "err", err)
 	}
 }
 
@@ -631,7 +633,7 @@ func (b *Backend) Chtimes(ctx context.Context, p string, atime, mtime time.Time)
 		}
 		_, err := pc.raw("MDTM " + mtime.UTC().Format("20060102150405") + " " + sp)
 		if err != nil && !isConnLoss(err) {
-			return ns.Errorf(syscall.ENOTSUP, "ftp %s: chtimes %s: the server sets no times (neither MFMT nor vsftpd's MDTM)", b.host, p)
+			return b.srv.Errorf(syscall.ENOTSUP, "chtimes", p, "the server sets no times (neither MFMT nor vsftpd's MDTM)")
 		}
 		return err
 	})

@@ -10,13 +10,13 @@ import (
 	"net/textproto"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	ftplib "github.com/jlaffaye/ftp"
 
 	"wirefs/internal/ns"
+	"wirefs/internal/remote/session"
 )
 
 // MaxConns bounds the logged-in control connections of one session. FTP
@@ -44,8 +44,8 @@ const abortWait = 2 * time.Second
 type pconn struct {
 	b    *Backend
 	sc   *ftplib.ServerConn
-	ctrl *progressConn // the control connection's TCP socket
-	cmds net.Conn      // where raw commands go: ctrl, or TLS over it
+	ctrl *session.Watched // the control connection's TCP socket
+	cmds net.Conn         // where raw commands go: ctrl, or TLS over it
 
 	mu     sync.Mutex
 	data   net.Conn // the open data connection, closed by kill
@@ -60,16 +60,17 @@ type pconn struct {
 	lastAlive time.Time
 }
 
-// get leases a connection: an idle one or a new one. transfer selects the
-// slot class: transfers may hold at most MaxConns-1 connections.
-func (b *Backend) get(ctx context.Context, transfer bool) (*pconn, error) {
+// get leases a connection for op on p: an idle one or a new one.
+// transfer selects the slot class: transfers may hold at most MaxConns-1
+// connections.
+func (b *Backend) get(ctx context.Context, transfer bool, op, p string) (*pconn, error) {
 	if transfer {
 		select {
 		case b.transfers <- struct{}{}:
 		case <-ctx.Done():
-			return nil, b.lossError(ctx, "wait for a connection", "", ctx.Err())
+			return nil, b.srv.Wrap(op, p, session.Interrupted(ctx))
 		case <-b.done:
-			return nil, errClosed
+			return nil, b.srv.Wrap(op, p, session.ErrClosed)
 		}
 	}
 	select {
@@ -78,18 +79,18 @@ func (b *Backend) get(ctx context.Context, transfer bool) (*pconn, error) {
 		if transfer {
 			<-b.transfers
 		}
-		return nil, b.lossError(ctx, "wait for a connection", "", ctx.Err())
+		return nil, b.srv.Wrap(op, p, session.Interrupted(ctx))
 	case <-b.done:
 		if transfer {
 			<-b.transfers
 		}
-		return nil, errClosed
+		return nil, b.srv.Wrap(op, p, session.ErrClosed)
 	}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
 		b.release(transfer)
-		return nil, errClosed
+		return nil, b.srv.Wrap(op, p, session.ErrClosed)
 	}
 	if n := len(b.idle); n > 0 {
 		pc := b.idle[n-1] // the most recently used: the least likely to be stale
@@ -99,7 +100,7 @@ func (b *Backend) get(ctx context.Context, transfer bool) (*pconn, error) {
 		return pc, nil
 	}
 	b.mu.Unlock()
-	pc, err := b.dial(ctx)
+	pc, err := b.dial(ctx, op, p)
 	if err != nil {
 		b.release(transfer)
 		return nil, err
@@ -107,8 +108,6 @@ func (b *Backend) get(ctx context.Context, transfer bool) (*pconn, error) {
 	pc.transfer = transfer
 	return pc, nil
 }
-
-var errClosed = ns.Errorf(syscall.EIO, "ftp: the session is closed")
 
 // release gives back the slots of a lease.
 func (b *Backend) release(transfer bool) {
@@ -160,8 +159,8 @@ func (b *Backend) forget(pc *pconn) {
 	b.mu.Unlock()
 }
 
-// dial opens and logs in a new control connection.
-func (b *Backend) dial(ctx context.Context) (*pconn, error) {
+// dial opens and logs in a new control connection for op on p.
+func (b *Backend) dial(ctx context.Context, op, p string) (*pconn, error) {
 	pc := &pconn{b: b}
 	stop := context.AfterFunc(ctx, pc.kill)
 	defer stop()
@@ -183,7 +182,11 @@ func (b *Backend) dial(ctx context.Context) (*pconn, error) {
 	sc, err := ftplib.Dial(b.addr, opts...)
 	if err != nil {
 		pc.kill()
-		return nil, b.failure(ctx, "connect to", b.addr, err, b.connectTimeout)
+		var nsErr *ns.Error // dialControl's own: no FTPS
+		if errors.As(err, &nsErr) && ctx.Err() == nil {
+			return nil, b.srv.Error(nsErr.Errno, op, p, err)
+		}
+		return nil, b.srv.Failure(ctx, op, p, err, true)
 	}
 	pc.sc = sc
 	if err := sc.Login(b.user, b.password); err != nil {
@@ -191,18 +194,18 @@ func (b *Backend) dial(ctx context.Context) (*pconn, error) {
 		var reply *textproto.Error
 		if !errors.As(err, &reply) && isRefusalText(err) && ctx.Err() == nil {
 			// jlaffaye reports a refused USER with the reply's text alone.
-			return nil, ns.Errorf(syscall.EACCES, "ftp: %s refused the login as %q: %v", b.host, b.user, err)
+			return nil, b.srv.Errorf(syscall.EACCES, op, p, "the server refused the login as %q: %v", b.user, err)
 		}
 		if errors.As(err, &reply) && ctx.Err() == nil {
 			errno, _ := replyErrno(reply.Code, reply.Msg)
 			if reply.Code/100 == 5 {
 				errno = syscall.EACCES
 			}
-			return nil, ns.Errorf(errno, "ftp: %s refused the login as %q: %d %s", b.host, b.user, reply.Code, strings.TrimSpace(reply.Msg))
+			return nil, b.srv.Errorf(errno, op, p, "the server refused the login as %q: %d %s", b.user, reply.Code, strings.TrimSpace(reply.Msg))
 		}
-		return nil, b.failure(ctx, "log in to", b.host, err, b.connectTimeout)
+		return nil, b.srv.Failure(ctx, op, p, err, true)
 	}
-	pc.ctrl.timeout.Store(int64(b.timeout))
+	pc.ctrl.SetTimeout(b.srv.Timeout)
 	now := time.Now()
 	pc.lastUsed, pc.lastAlive = now, now
 	b.mu.Lock()
@@ -213,7 +216,7 @@ func (b *Backend) dial(ctx context.Context) (*pconn, error) {
 	b.mu.Unlock()
 	if closed {
 		pc.kill()
-		return nil, errClosed
+		return nil, b.srv.Wrap(op, p, session.ErrClosed)
 	}
 	return pc, nil
 }
@@ -224,13 +227,13 @@ func (b *Backend) dial(ctx context.Context) (*pconn, error) {
 // be sent on it.
 func (pc *pconn) dialControl(ctx context.Context) (net.Conn, error) {
 	b := pc.b
-	d := net.Dialer{Timeout: b.connectTimeout}
+	d := net.Dialer{Timeout: b.srv.ConnectTimeout}
 	raw, err := d.DialContext(ctx, "tcp", b.addr)
 	if err != nil {
 		return nil, err
 	}
 	pc.mu.Lock()
-	pc.ctrl = newProgressConn(raw, b.connectTimeout)
+	pc.ctrl = session.Watch(raw, b.srv.ConnectTimeout, nil)
 	killed := pc.killed
 	pc.mu.Unlock()
 	if killed {
@@ -250,7 +253,7 @@ func (pc *pconn) dialControl(ctx context.Context) (net.Conn, error) {
 	}
 	if code, msg, err := r.ReadResponse(ftplib.StatusAuthOK); err != nil {
 		if code != 0 {
-			return nil, ns.Errorf(syscall.ENOTSUP, "ftp: %s does not offer FTPS (AUTH TLS): %d %s", b.host, code, msg)
+			return nil, ns.Errorf(syscall.ENOTSUP, "the server does not offer FTPS (AUTH TLS): %d %s", code, msg)
 		}
 		return nil, err
 	}
@@ -268,16 +271,16 @@ func (pc *pconn) dialControl(ctx context.Context) (net.Conn, error) {
 // another host).
 func (pc *pconn) dialData(addr string) (net.Conn, error) {
 	b := pc.b
-	raw, err := net.DialTimeout("tcp", addr, b.connectTimeout)
+	raw, err := net.DialTimeout("tcp", addr, b.srv.ConnectTimeout)
 	if err != nil {
 		// A server (or a middlebox) that answers EPSV with a port
 		// that cannot be reached: new connections use PASV instead.
 		if !b.noEPSV.Swap(true) {
-			b.log.Info("ftp: data connection failed; using PASV instead of EPSV from now on", "host", b.host, "err", err)
+			b.log.Info("ftp: data connection failed; using PASV instead of EPSV from now on", "server", b.srv.Host, "err", err)
 		}
 		return nil, err
 	}
-	var c net.Conn = newProgressConn(raw, b.timeout)
+	var c net.Conn = session.Watch(raw, b.srv.Timeout, nil)
 	if b.tls != nil {
 		c = &tlsDataConn{Conn: tls.Client(c, b.tls)}
 	}
@@ -312,7 +315,7 @@ func (pc *pconn) kill() {
 
 // quit says goodbye to the server (without waiting long) and closes.
 func (pc *pconn) quit() {
-	pc.ctrl.timeout.Store(int64(abortWait))
+	pc.ctrl.SetTimeout(abortWait)
 	pc.sc.Quit()
 	pc.kill()
 	pc.b.forget(pc)
@@ -383,40 +386,12 @@ func (b *Backend) tidy() {
 		}
 		pc.transfer = false
 		if err := pc.sc.NoOp(); err != nil {
-			b.log.Debug("ftp: idle connection lost", "host", b.host, "err", err)
+			b.log.Debug("ftp: idle connection lost", "server", b.srv.Host, "err", err)
 			b.discard(pc)
 		} else {
 			b.put(pc)
 		}
 	}
-}
-
-// progressConn bounds how long a read or write may make no progress: each
-// call gets a fresh deadline, so a slow but moving transfer never times
-// out and a stalled one does after timeout.
-type progressConn struct {
-	net.Conn
-	timeout atomic.Int64 // time.Duration; 0 = no bound
-}
-
-func newProgressConn(c net.Conn, timeout time.Duration) *progressConn {
-	pc := &progressConn{Conn: c}
-	pc.timeout.Store(int64(timeout))
-	return pc
-}
-
-func (c *progressConn) Read(p []byte) (int, error) {
-	if t := time.Duration(c.timeout.Load()); t > 0 {
-		c.Conn.SetReadDeadline(time.Now().Add(t))
-	}
-	return c.Conn.Read(p)
-}
-
-func (c *progressConn) Write(p []byte) (int, error) {
-	if t := time.Duration(c.timeout.Load()); t > 0 {
-		c.Conn.SetWriteDeadline(time.Now().Add(t))
-	}
-	return c.Conn.Write(p)
 }
 
 // greetedConn replays the greeting that dialControl consumed before AUTH
