@@ -22,9 +22,9 @@ import (
 	"syscall"
 	"time"
 
-	"wirefs/internal/ns"
 	"wirefs/internal/remote"
 	"wirefs/internal/remote/addr"
+	"wirefs/internal/remote/session"
 )
 
 const (
@@ -42,13 +42,13 @@ var (
 	errClosed  = errors.New("the session is closed")
 )
 
-// session is one HTTP(S) server. It is safe for concurrent use.
-type session struct {
-	base    url.URL // scheme and host[:port]
-	host    string  // without port: for ~/.netrc and prompts
+// backend is one HTTP(S) server. It is safe for concurrent use.
+type backend struct {
+	base    url.URL        // scheme and host[:port]
+	host    string         // without port: for ~/.netrc and prompts
+	srv     session.Server // "http[s] [user@]host[:port]" in messages; the bounds
 	client  *nethttp.Client
 	tr      *nethttp.Transport
-	timeout time.Duration
 	log     *slog.Logger
 	askpass func(prompt string) (string, error)
 
@@ -74,20 +74,21 @@ type credentials struct{ user, password string }
 // of the host's ~/.netrc entry when no user is named) comes from ~/.netrc,
 // else from o.Askpass when the server answers 401.
 func Dial(_ context.Context, server string, o remote.Options) (remote.Backend, error) {
+	o = o.WithDefaults(defaultConnectTimeout, defaultTimeout)
+	srv := session.Server{Proto: "http", Host: server, ConnectTimeout: o.ConnectTimeout, Timeout: o.Timeout}
+	if o.TLS {
+		srv.Proto = "https"
+	}
 	sv, err := addr.Parse(server)
 	if err != nil {
-		return nil, ns.Errorf(syscall.ENOENT, "http: %v", err)
+		return nil, srv.Error(syscall.ENOENT, "", "", err)
 	}
-	o = o.WithDefaults(defaultConnectTimeout, defaultTimeout)
-	s := &session{
-		base:    url.URL{Scheme: "http", Host: sv.HostPort("")},
+	s := &backend{
+		base:    url.URL{Scheme: srv.Proto, Host: sv.HostPort("")},
 		host:    sv.Host,
-		timeout: o.Timeout,
+		srv:     srv,
 		log:     o.Log,
 		askpass: o.Askpass,
-	}
-	if o.TLS {
-		s.base.Scheme = "https"
 	}
 	s.log = s.log.With("server", s.base.String())
 
@@ -97,7 +98,7 @@ func Dial(_ context.Context, server string, o remote.Options) (remote.Backend, e
 		DialContext:           (&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
 		TLSClientConfig:       &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout:   o.ConnectTimeout,
-		ResponseHeaderTimeout: s.timeout,
+		ResponseHeaderTimeout: o.Timeout,
 		MaxIdleConnsPerHost:   idleConnsPerHost,
 		IdleConnTimeout:       90 * time.Second,
 		// Bytes and sizes must be the server's, not a decompressed
@@ -129,7 +130,7 @@ func netrcLogin(log *slog.Logger, home, host, user string) credentials {
 // checkRedirect follows redirects within the server only: credentials and
 // trust were given for this server, and a file system whose files silently
 // come from elsewhere would be a surprise.
-func (s *session) checkRedirect(req *nethttp.Request, via []*nethttp.Request) error {
+func (s *backend) checkRedirect(req *nethttp.Request, via []*nethttp.Request) error {
 	if len(via) >= maxRedirects {
 		return fmt.Errorf("more than %d redirects", maxRedirects)
 	}
@@ -157,8 +158,8 @@ func portOf(u *url.URL) string {
 // Stat asks the server for p's headers (HEAD). p is a directory when the
 // server redirects it to p + "/" (nginx, Apache and python http.server
 // all do).
-func (s *session) Stat(ctx context.Context, p string) (remote.Info, error) {
-	resp, err := s.send(ctx, nethttp.MethodHead, p, "")
+func (s *backend) Stat(ctx context.Context, p string) (remote.Info, error) {
+	resp, err := s.send(ctx, "stat", nethttp.MethodHead, p, "")
 	if err != nil {
 		return remote.Info{}, err
 	}
@@ -180,25 +181,25 @@ func isDirURL(resp *nethttp.Response) bool {
 }
 
 // List reads the HTML listing of directory p with one GET.
-func (s *session) List(ctx context.Context, p string) ([]remote.Info, error) {
+func (s *backend) List(ctx context.Context, p string) ([]remote.Info, error) {
 	dir := p
 	if !strings.HasSuffix(dir, "/") {
 		dir += "/"
 	}
-	resp, err := s.send(ctx, nethttp.MethodGet, dir, "")
+	resp, err := s.send(ctx, "list", nethttp.MethodGet, dir, "")
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/html" && mt != "application/xhtml+xml" {
-		return nil, ns.Errorf(syscall.ENOTDIR, "%s is not a directory listing (the server sends %q)", s.describe(dir), mt)
+		return nil, s.srv.Errorf(syscall.ENOTDIR, "list", dir, "not a directory listing (the server sends %q)", mt)
 	}
 	page, err := io.ReadAll(io.LimitReader(resp.Body, maxListing+1))
 	if err != nil {
 		return nil, err
 	}
 	if len(page) > maxListing {
-		return nil, ns.Errorf(syscall.EIO, "the listing of %s is larger than %d MiB", s.describe(dir), maxListing>>20)
+		return nil, s.srv.Errorf(syscall.EIO, "list", dir, "the listing is larger than %d MiB", maxListing>>20)
 	}
 	final := resp.Request.URL.Path
 	return ParseListing(page, final[:strings.LastIndexByte(final, '/')+1]), nil
@@ -208,9 +209,9 @@ func (s *session) List(ctx context.Context, p string) ([]remote.Info, error) {
 // that ignores Range (200 instead of 206) is read sequentially: the first
 // off bytes are skipped here. ctx governs the whole transfer, including
 // reads from the returned reader.
-func (s *session) ReadRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
+func (s *backend) ReadRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
 	if off < 0 {
-		return nil, ns.Errorf(syscall.EINVAL, "negative offset %d reading %s", off, s.describe(p))
+		return nil, s.srv.Errorf(syscall.EINVAL, "read", p, "negative offset %d", off)
 	}
 	if n == 0 {
 		return nethttp.NoBody, nil
@@ -222,7 +223,7 @@ func (s *session) ReadRange(ctx context.Context, p string, off, n int64) (io.Rea
 			rng += strconv.FormatInt(off+n-1, 10)
 		}
 	}
-	resp, err := s.send(ctx, nethttp.MethodGet, p, rng)
+	resp, err := s.send(ctx, "read", nethttp.MethodGet, p, rng)
 	if err != nil {
 		return nil, err
 	}
@@ -230,14 +231,14 @@ func (s *session) ReadRange(ctx context.Context, p string, off, n int64) (io.Rea
 	switch {
 	case isDirURL(resp):
 		body.Close()
-		return nil, ns.Errorf(syscall.EISDIR, "%s is a directory", s.describe(p))
+		return nil, s.srv.Error(syscall.EISDIR, "read", p, syscall.EISDIR)
 	case resp.StatusCode == nethttp.StatusRequestedRangeNotSatisfiable:
 		body.Close() // off is at or past the end of the file
 		return nethttp.NoBody, nil
 	case resp.StatusCode == nethttp.StatusPartialContent:
 		if start, ok := contentRangeStart(resp.Header.Get("Content-Range")); !ok || start != off {
 			body.Close()
-			return nil, ns.Errorf(syscall.EIO, "%s: asked for bytes from %d, the server sent %q", s.describe(p), off, resp.Header.Get("Content-Range"))
+			return nil, s.srv.Errorf(syscall.EIO, "read", p, "asked for bytes from %d, the server sent %q", off, resp.Header.Get("Content-Range"))
 		}
 	case rng != "":
 		if !s.warnedRanges.Swap(true) {
@@ -272,26 +273,25 @@ func contentRangeStart(h string) (int64, bool) {
 }
 
 // Close aborts transfers in progress and closes every connection.
-func (s *session) Close() error {
+func (s *backend) Close() error {
 	s.close()
 	s.tr.CloseIdleConnections()
 	return nil
 }
 
-func (s *session) describe(p string) string {
+func (s *backend) describe(p string) string {
 	u := s.base
 	u.Path = p
 	return u.String()
 }
 
-// send makes one request for p and returns a successful response (2xx, or
-// 416 for a Range request), whose Body is a *progressBody that the caller
-// must close. Any other answer becomes an error with its errno. A 401 is
-// retried once when a password can be had.
-func (s *session) send(ctx context.Context, method, p, rng string) (*nethttp.Response, error) {
-	what := method + " " + s.describe(p)
+// send makes one request for p, the HTTP side of op, and returns a
+// successful response (2xx, or 416 for a Range request), whose Body is a
+// *progressBody that the caller must close. Any other answer becomes an
+// error with its errno. A 401 is retried once when a password can be had.
+func (s *backend) send(ctx context.Context, op, method, p, rng string) (*nethttp.Response, error) {
 	if s.closing.Err() != nil {
-		return nil, ns.Errorf(syscall.EIO, "%s: %v", what, errClosed)
+		return nil, s.srv.Wrap(op, p, session.ErrClosed)
 	}
 	for retried := false; ; retried = true {
 		// Each request has its own context so that a stalled body or
@@ -303,7 +303,7 @@ func (s *session) send(ctx context.Context, method, p, rng string) (*nethttp.Res
 		req, err := nethttp.NewRequestWithContext(reqCtx, method, s.describe(p), nil)
 		if err != nil {
 			done()
-			return nil, ns.Errorf(syscall.EINVAL, "%s: %v", what, err)
+			return nil, s.srv.Error(syscall.EINVAL, op, p, err)
 		}
 		req.Header.Set("User-Agent", "wirefs")
 		if rng != "" {
@@ -316,9 +316,9 @@ func (s *session) send(ctx context.Context, method, p, rng string) (*nethttp.Res
 		resp, err := s.client.Do(req)
 		if err != nil {
 			done()
-			return nil, s.failure(ctx, reqCtx, what, err)
+			return nil, s.failure(ctx, reqCtx, op, p, err)
 		}
-		resp.Body = s.newProgressBody(ctx, reqCtx, what, resp.Body, func() { cancel(errStalled) }, done)
+		resp.Body = s.newProgressBody(ctx, reqCtx, op, p, resp.Body, func() { cancel(errStalled) }, done)
 
 		code := resp.StatusCode
 		if code >= 200 && code < 300 || code == nethttp.StatusRequestedRangeNotSatisfiable && rng != "" {
@@ -326,17 +326,17 @@ func (s *session) send(ctx context.Context, method, p, rng string) (*nethttp.Res
 		}
 		resp.Body.Close()
 		if code == nethttp.StatusUnauthorized && !retried {
-			if again, err := s.askPassword(sent, what); err != nil {
+			if again, err := s.askPassword(sent, op, p); err != nil {
 				return nil, err
 			} else if again {
 				continue
 			}
 		}
-		return nil, s.statusError(resp, what, sent)
+		return nil, s.statusError(resp, op, p, sent)
 	}
 }
 
-func (s *session) credentials() credentials {
+func (s *backend) credentials() credentials {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.login
@@ -344,7 +344,7 @@ func (s *session) credentials() credentials {
 
 // askPassword is called when the server refused a request sent with
 // credentials sent. It reports whether other credentials are now known.
-func (s *session) askPassword(sent credentials, what string) (bool, error) {
+func (s *backend) askPassword(sent credentials, op, p string) (bool, error) {
 	s.askMu.Lock()
 	defer s.askMu.Unlock()
 	if s.credentials() != sent {
@@ -355,7 +355,7 @@ func (s *session) askPassword(sent credentials, what string) (bool, error) {
 	}
 	password, err := s.askpass(fmt.Sprintf("Password for %s@%s: ", sent.user, s.host))
 	if err != nil {
-		return false, ns.Errorf(syscall.EACCES, "%s: the server asks for a password and none was given: %v", what, err)
+		return false, s.srv.Errorf(syscall.EACCES, op, p, "the server asks for a password and none was given: %w", err)
 	}
 	s.mu.Lock()
 	s.login.password = password
@@ -364,55 +364,50 @@ func (s *session) askPassword(sent credentials, what string) (bool, error) {
 }
 
 // statusError turns an unsuccessful HTTP status into an errno.
-func (s *session) statusError(resp *nethttp.Response, what string, sent credentials) error {
+func (s *backend) statusError(resp *nethttp.Response, op, p string, sent credentials) error {
 	code := resp.StatusCode
 	switch {
 	case code == nethttp.StatusNotFound || code == nethttp.StatusGone:
-		return ns.Errorf(syscall.ENOENT, "%s: no such file (%s)", what, resp.Status)
+		return s.srv.Errorf(syscall.ENOENT, op, p, "no such file (%s)", resp.Status)
 	case code == nethttp.StatusUnauthorized && sent.password != "":
-		return ns.Errorf(syscall.EACCES, "%s: the server refuses user %q with the password given (%s)", what, sent.user, resp.Status)
+		return s.srv.Errorf(syscall.EACCES, op, p, "the server refuses user %q with the password given (%s)", sent.user, resp.Status)
 	case code == nethttp.StatusUnauthorized:
-		return ns.Errorf(syscall.EACCES, "%s: the server asks for a login; name the user as user@host and give the password in ~/.netrc (%s)", what, resp.Status)
+		return s.srv.Errorf(syscall.EACCES, op, p, "the server asks for a login; name the user as user@host and give the password in ~/.netrc (%s)", resp.Status)
 	case code == nethttp.StatusForbidden || code == nethttp.StatusProxyAuthRequired:
-		return ns.Errorf(syscall.EACCES, "%s: access refused (%s)", what, resp.Status)
+		return s.srv.Errorf(syscall.EACCES, op, p, "access refused (%s)", resp.Status)
 	case code >= 300 && code < 400:
 		loc, _ := resp.Location()
 		to := "elsewhere"
 		if loc != nil {
 			to = loc.Redacted()
 		}
-		return ns.Errorf(syscall.EIO, "%s: the server redirects to %s, another server, which wirefs does not follow (%s)", what, to, resp.Status)
+		return s.srv.Errorf(syscall.EIO, op, p, "the server redirects to %s, another server, which wirefs does not follow (%s)", to, resp.Status)
 	default:
-		return ns.Errorf(syscall.EIO, "%s: the server answers %s", what, resp.Status)
+		return s.srv.Errorf(syscall.EIO, op, p, "the server answers %s", resp.Status)
 	}
 }
 
 // failure turns a transport error into an errno: the caller's ctx first
-// (EINTR, ETIMEDOUT), then why this request's own context ended, then
-// timeouts of the transport (connect, TLS handshake, response headers).
-func (s *session) failure(ctx, reqCtx context.Context, what string, err error) error {
+// (EINTR, ETIMEDOUT), then why this request's own context ended (the
+// body's watchdog, Close), then the session core's reading of the error:
+// a failed dial is Unreachable (ECONNREFUSED, an unknown host), a
+// certificate not trusted EACCES, a timeout of the transport (TLS
+// handshake, response headers) a stall, anything else a lost connection.
+func (s *backend) failure(ctx, reqCtx context.Context, op, p string, err error) error {
 	switch {
-	case errors.Is(ctx.Err(), context.Canceled):
-		return ns.Errorf(syscall.EINTR, "%s: interrupted", what)
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return ns.Errorf(syscall.ETIMEDOUT, "%s: the caller's deadline passed", what)
+	case ctx.Err() != nil:
+		return s.srv.Wrap(op, p, session.Interrupted(ctx))
 	case context.Cause(reqCtx) == errStalled:
-		return ns.Errorf(syscall.ETIMEDOUT, "%s: the server sent nothing for %v", what, s.timeout)
+		return s.srv.Wrap(op, p, s.srv.Stalled())
 	case context.Cause(reqCtx) == errClosed:
-		return ns.Errorf(syscall.EIO, "%s: %v", what, errClosed)
+		return s.srv.Wrap(op, p, session.ErrClosed)
 	}
-	var certErr *tls.CertificateVerificationError
-	if errors.As(err, &certErr) {
-		return ns.Errorf(syscall.EACCES, "%s: the server's certificate is not trusted: %v", what, certErr.Err)
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return ns.Errorf(syscall.ETIMEDOUT, "%s: the server did not answer in time: %v", what, unwrapURL(err))
-	}
-	return ns.Errorf(remote.ConnErrno(err), "%s: %v", what, unwrapURL(err))
+	err = unwrapURL(err)
+	var dial *net.OpError
+	return s.srv.Failure(ctx, op, p, err, errors.As(err, &dial) && dial.Op == "dial")
 }
 
-// unwrapURL drops the "Get URL:" prefix that what already says.
+// unwrapURL drops the "Get URL:" prefix that the message says already.
 func unwrapURL(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
@@ -422,35 +417,32 @@ func unwrapURL(err error) error {
 }
 
 // progressBody is a response body whose reads fail with ETIMEDOUT when the
-// server sends nothing for the session's timeout. The bound is on progress,
-// not on the whole transfer: a large file may take as long as it takes.
+// server sends nothing for the session's timeout (session.WatchReader).
+// The bound is on progress, not on the whole transfer: a large file may
+// take as long as it takes.
 type progressBody struct {
-	s      *session
-	what   string
+	s      *backend
+	op, p  string
 	ctx    context.Context // the caller's
 	reqCtx context.Context // this request's; cancelled by stall or Close
 	rc     io.ReadCloser   // the transport's body
-	r      io.Reader       // rc, limited to the bytes asked for
-	stall  *time.Timer     // armed only while a Read waits
+	w      *session.Reader // rc, watched
+	r      io.Reader       // w, limited to the bytes asked for
 	done   func()          // releases reqCtx
 	closed atomic.Bool
 }
 
-func (s *session) newProgressBody(ctx, reqCtx context.Context, what string, rc io.ReadCloser, stalled, done func()) *progressBody {
-	b := &progressBody{s: s, what: what, ctx: ctx, reqCtx: reqCtx, rc: rc, r: rc, done: done,
-		stall: time.AfterFunc(s.timeout, stalled)}
-	b.stall.Stop()
-	return b
+func (s *backend) newProgressBody(ctx, reqCtx context.Context, op, p string, rc io.ReadCloser, stalled, done func()) *progressBody {
+	w := session.WatchReader(rc, s.srv.Timeout, stalled)
+	return &progressBody{s: s, op: op, p: p, ctx: ctx, reqCtx: reqCtx, rc: rc, w: w, r: w, done: done}
 }
 
-func (b *progressBody) limit(n int64) { b.r = io.LimitReader(b.rc, n) }
+func (b *progressBody) limit(n int64) { b.r = io.LimitReader(b.w, n) }
 
 func (b *progressBody) Read(p []byte) (int, error) {
-	b.stall.Reset(b.s.timeout)
 	n, err := b.r.Read(p)
-	b.stall.Stop()
 	if err != nil && err != io.EOF {
-		err = b.s.failure(b.ctx, b.reqCtx, b.what, err)
+		err = b.s.failure(b.ctx, b.reqCtx, b.op, b.p, err)
 	}
 	return n, err
 }
@@ -461,7 +453,7 @@ func (b *progressBody) Close() error {
 	if b.closed.Swap(true) {
 		return nil
 	}
-	b.stall.Stop()
+	b.w.Stop()
 	err := b.rc.Close()
 	b.done()
 	return err
