@@ -64,31 +64,3 @@ func (b *Backend) Patch(ctx context.Context, p string, r io.ReaderAt, ranges []r
 		return f.SetAttr(p9.SetAttrMask{Size: true}, p9.SetAttr{Size: uint64(size)})
 	})
 }
-
-// open opens the existing file p with flags and returns its fid, to be
-// closed, and the session it belongs to.
-func (b *Backend) open(ctx context.Context, op, p string, flags p9.OpenFlags) (*conn, p9.File, error) {
-	type opened struct {
-		s *conn
-		f p9.File
-	}
-	o, err := call(ctx, b, op, p, false, func(s *conn) (opened, error) {
-		pl, err := b.locate(s, p)
-		if err != nil {
-			return opened{}, err
-		}
-		if pl.root == nil {
-			return opened{}, b.srv.Errorf(syscall.EISDIR, op, p, "a directory above every export")
-		}
-		f, err := walk(pl.root, pl.names)
-		if err != nil {
-			return opened{}, err
-		}
-		if _, _, err := f.Open(flags); err != nil {
-			f.Close()
-			return opened{}, err
-		}
-		return opened{s, f}, nil
-	}, func(o opened) { o.f.Close() })
-	return o.s, o.f, err
-}
