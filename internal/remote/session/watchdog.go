@@ -47,7 +47,7 @@ func (w *Watchdog) Probe(probe func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.probe = probe
-	w.arm(w.Timeout())
+	w.arm(time.Now(), w.Timeout())
 }
 
 // Begin starts a wait on the peer; End ends it.
@@ -56,8 +56,9 @@ func (w *Watchdog) Begin() {
 	w.waits++
 	if w.waits == 1 {
 		// Time before a wait, with nothing waiting, is no stall.
-		w.last.Store(time.Now().UnixNano())
-		w.arm(w.Timeout())
+		now := time.Now()
+		w.last.Store(now.UnixNano())
+		w.arm(now, w.Timeout())
 	}
 	w.mu.Unlock()
 }
@@ -85,7 +86,8 @@ func (w *Watchdog) SetTimeout(d time.Duration) {
 	defer w.mu.Unlock()
 	if w.waits > 0 || w.probe != nil {
 		w.due = time.Time{} // the new bound may be shorter: re-arm
-		w.arm(d - time.Since(time.Unix(0, w.last.Load())))
+		now := time.Now()
+		w.arm(now, d-now.Sub(time.Unix(0, w.last.Load())))
 	}
 }
 
@@ -102,14 +104,14 @@ func (w *Watchdog) Stop() {
 // Wait waits for a probe in progress; call it after Stop.
 func (w *Watchdog) Wait() { w.wg.Wait() }
 
-// arm makes the timer fire within d, unless it fires sooner already.
-// Called with mu held.
-func (w *Watchdog) arm(d time.Duration) {
+// arm makes the timer fire within d of now, unless it fires sooner
+// already. Called with mu held.
+func (w *Watchdog) arm(now time.Time, d time.Duration) {
 	if w.stopped || w.stalled.Load() || w.Timeout() <= 0 {
 		return
 	}
 	d = max(d, 0)
-	at := time.Now().Add(d)
+	at := now.Add(d)
 	if !w.due.IsZero() && !w.due.After(at) {
 		return
 	}
@@ -127,13 +129,14 @@ func (w *Watchdog) check() {
 		return
 	}
 	t := w.Timeout()
-	silent := time.Since(time.Unix(0, w.last.Load()))
+	now := time.Now()
+	silent := now.Sub(time.Unix(0, w.last.Load()))
 	var fire bool
 	switch {
 	case t <= 0:
 	case silent < t:
 		if w.waits > 0 || w.probe != nil {
-			w.arm(t - silent)
+			w.arm(now, t-silent)
 		}
 	case w.waits > 0:
 		w.stalled.Store(true)
@@ -144,7 +147,7 @@ func (w *Watchdog) check() {
 			w.wg.Add(1)
 			go w.runProbe()
 		}
-		w.arm(t)
+		w.arm(now, t)
 	}
 	w.mu.Unlock()
 	if fire && w.stall != nil {
