@@ -98,7 +98,7 @@ func (b *backend) dial(ctx context.Context) (*conn, error) {
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		case errors.As(err, &hk):
-			return nil, ns.Errorf(syscall.EACCES, "%s", hk.msg)
+			return nil, ns.Errorf(syscall.EACCES, "%v", hk)
 		case strings.Contains(err.Error(), "unable to authenticate") || a.triedAny() && !isNetError(err):
 			return nil, ns.Errorf(syscall.EACCES, "authentication failed (tried: %s)", a.triedList())
 		}
