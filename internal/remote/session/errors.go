@@ -38,8 +38,12 @@ func (s Server) Where(op, p string) string {
 }
 
 // Error returns the error of op on p: errno, and the message
-// "PROTO HOST: OP PATH: cause".
+// "PROTO HOST: OP PATH: cause"; errors.Is and errors.As reach the cause
+// (ns.OpError).
 func (s Server) Error(errno syscall.Errno, op, p string, cause error) error {
+	if op != "" && p != "" {
+		return ns.OpError(errno, s.Where("", ""), op, p, cause)
+	}
 	return ns.Errorf(errno, "%s: %v", s.Where(op, p), cause)
 }
 

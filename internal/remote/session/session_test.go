@@ -269,8 +269,22 @@ func TestWhere(t *testing.T) {
 			t.Errorf("Where(%q, %q) = %q, want %q", c.op, c.p, got, c.want)
 		}
 	}
-	err := s.Errorf(syscall.ENOENT, "stat", "/a", "no such file (%v)", errRefused)
+	err := s.Errorf(syscall.ENOENT, "stat", "/a", "no such file (%w)", errRefused)
 	if err.Error() != "9p h:564: stat /a: no such file (refused)" || ns.Errno(err) != syscall.ENOENT {
 		t.Errorf("Errorf = %v (%v)", err, ns.Errno(err))
 	}
+	var e *ns.Error
+	if !errors.As(err, &e) || e.Op != "stat" || e.Path != "/a" || !errors.Is(err, errRefused) {
+		t.Errorf("the error does not keep op, path and cause: %#v", e)
+	}
+	err = s.Wrap("connect", "", Interrupted(canceled()))
+	if err.Error() != "9p h:564: connect: context canceled" || !errors.Is(err, context.Canceled) || ns.Errno(err) != syscall.EINTR {
+		t.Errorf("Wrap(Interrupted) = %v (%v)", err, ns.Errno(err))
+	}
+}
+
+func canceled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
 }
