@@ -16,8 +16,11 @@ const dotlAppend = 0x400
 // Append writes n bytes of r at the end of the existing file p, opened
 // with O_APPEND: the server (diod) opens it O_APPEND and writes with
 // pwrite(2), which on Linux appends whatever offset it names, so each
-// Twrite lands at the end as the server sees it. The size returned is
-// the server's after the last write (Tgetattr on the open fid).
+// Twrite lands at the end as the server sees it. It returns when the
+// server has written them (Rwrite), as a write(2) there would, without an
+// fsync or a Tgetattr (size -1: unknown); the fid is clunked behind the
+// reply. Appends are the open/append/close cycles of logs, where every
+// round trip counts: walk, open, write.
 func (b *Backend) Append(ctx context.Context, p string, r io.Reader, n int64) (int64, error) {
 	s, f, err := b.open(ctx, "append", p, p9.WriteOnly|dotlAppend)
 	if err != nil {
@@ -25,20 +28,9 @@ func (b *Backend) Append(ctx context.Context, p string, r io.Reader, n int64) (i
 	}
 	// The offsets are ignored by the server; counting from 0 keeps
 	// write's bookkeeping.
-	if err := b.write(ctx, s, f, "append", p, r, 0, n); err != nil {
-		b.s.Go(func() { f.Close() })
-		return -1, err
-	}
-	size := int64(-1)
-	err = b.finish(ctx, s, f, "append", p, func(f p9.File) error {
-		_, _, a, err := f.GetAttr(p9.AttrMask{Size: true})
-		size = int64(a.Size)
-		return err
-	})
-	if err != nil {
-		return -1, err
-	}
-	return size, nil
+	err = b.write(ctx, s, f, "append", p, r, 0, n)
+	b.s.Go(func() { f.Close() })
+	return -1, err
 }
 
 // Patch writes the ranges of r at their offsets of the existing file p

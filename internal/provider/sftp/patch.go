@@ -18,33 +18,33 @@ import (
 // the end as the server sees it, whatever offset the write names (the
 // tests check this on the real server), in the order the writes arrive.
 // pkg/sftp keeps that order: one goroutine sends a ReadFrom's writes, in
-// sequence, while up to maxRequests are in flight. The size returned is
-// an fstat of the handle after the last write.
+// sequence, while up to maxRequests are in flight.
 //
-// Round trips: open, the writes (one per maxRequests packets), fstat,
-// close.
+// It returns when the server has acknowledged every write, as sshfs
+// does at close: round trips are open and the writes; the handle is
+// closed behind the reply (a failed close is logged), and the size is
+// not asked (-1: unknown). Appends are the open/append/close cycles of
+// logs, where every round trip counts.
 func (b *backend) Append(ctx context.Context, p string, r io.Reader, n int64) (int64, error) {
 	src := newSource(ctx, r, n)
 	defer src.stop() // the transfer may outlive a cancelled Append
-	size, err := call(ctx, b, "append", p, []string{p}, nil, func(c *conn) (int64, error) {
+	_, err := call(ctx, b, "append", p, []string{p}, nil, func(c *conn) (struct{}, error) {
 		f, err := c.sftp.OpenFile(p, os.O_WRONLY|os.O_APPEND)
 		if err != nil {
-			return -1, b.explain(c, "append", p, opens, err)
+			return struct{}{}, b.explain(c, "append", p, opens, err)
 		}
-		size := int64(-1)
-		err = b.fill(c, "append", p, f, src, n, func(f *sftp.File) error {
-			fi, err := f.Stat()
-			if err == nil {
-				size = fi.Size()
+		written, err := f.ReadFrom(src)
+		b.s.Go(func() {
+			if cerr := f.Close(); cerr != nil && err == nil {
+				b.log.Debug("sftp: closing an appended file failed", "path", p, "err", cerr)
 			}
-			return err
 		})
-		return size, err
+		if err == nil && written < n {
+			return struct{}{}, b.srv.Errorf(syscall.EIO, "append", p, "the data ended after %d of %d bytes", written, n)
+		}
+		return struct{}{}, b.writeFailure(c, "append", p, src, n-written, err)
 	}, nil)
-	if err != nil {
-		return -1, err
-	}
-	return size, nil
+	return -1, err
 }
 
 // Patch writes the ranges of r at their offsets of the existing file p,
