@@ -1,0 +1,218 @@
+// Package splice moves bytes between two or more open objects inside the
+// kernel, as seed 002's dsplice does: splice(2) through a pipe, tee(2) to
+// several sinks, sendfile(2) from a file to a socket, copy_file_range(2)
+// between files; paced by a token bucket (a rate) or by the seed's
+// schedule (N blocks, then a pause d). It knows kernel objects (*os.File,
+// the fds of net.Conns) and pacing, nothing of FUSE, the namespace's
+// doors or any protocol.
+//
+// An end that is served by a daemon (an ns.Handle that is not an
+// ns.KernelObject) has no fd: its bytes are copied through user space,
+// and the transfer says so (Stats.UserCopy). Every blocking step waits in
+// Go's poller and honours its context: cancelling it wakes the transfer,
+// which returns the context's error.
+package splice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"wirefs/internal/ns"
+)
+
+// kind is what the kernel object of an end is.
+type kind int
+
+const (
+	kindUser    kind = iota // no fd: daemon-served, copied in user space
+	kindRegular             // a regular file: never blocks, has offsets
+	kindStream              // a socket, pipe, FIFO, character device
+)
+
+// End is one side of a transfer. Make one with File, Conn, Handle or
+// Stream; the caller keeps ownership of the object and closes it.
+type End struct {
+	Name string // how errors name it: a path, "tcp/host:80", "-"
+	kind kind
+
+	// kernel ends
+	rc       syscall.RawConn
+	deadline interface {
+		SetReadDeadline(time.Time) error
+		SetWriteDeadline(time.Time) error
+	}
+	off  int64 // regular source: the next offset to read
+	size int64 // regular file: its size when opened (-1: unknown)
+
+	// user ends
+	r ns.Reader
+	w ns.Writer
+
+	closeWrite func() error
+	noSplice   bool // the kernel refused a splice here: copy in user space
+}
+
+// deadliner is what both *os.File and net.Conn offer.
+type deadliner interface {
+	syscall.Conn
+	SetReadDeadline(time.Time) error
+	SetWriteDeadline(time.Time) error
+}
+
+// Kernel makes an end of a kernel object: an *os.File, a *net.TCPConn or
+// *net.UnixConn. Sockets and pipes must be in non-blocking mode (as Go
+// makes its own) for cancellation to wake them; a blocking *os.File (a
+// terminal, an inherited blocking pipe) is copied in user space instead.
+func Kernel(name string, obj deadliner) (*End, error) {
+	rc, err := obj.SyscallConn()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	e := &End{Name: name, rc: rc, deadline: obj, size: -1}
+	var st unix.Stat_t
+	var serr error
+	var nonblock bool
+	cerr := rc.Control(func(fd uintptr) {
+		serr = unix.Fstat(int(fd), &st)
+		if serr != nil {
+			return
+		}
+		fl, _ := unix.FcntlInt(fd, unix.F_GETFL, 0)
+		nonblock = fl&unix.O_NONBLOCK != 0
+		if st.Mode&unix.S_IFMT == unix.S_IFREG {
+			e.off, serr = unix.Seek(int(fd), 0, io.SeekCurrent)
+		}
+	})
+	if err := errors.Join(cerr, serr); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		e.kind, e.size = kindRegular, st.Size
+	case unix.S_IFSOCK:
+		e.kind = kindStream
+		e.closeWrite = func() error {
+			var err error
+			rc.Control(func(fd uintptr) { err = unix.Shutdown(int(fd), unix.SHUT_WR) })
+			return err
+		}
+	default:
+		e.kind = kindStream
+	}
+	if e.kind == kindStream && !nonblock {
+		// A blocking fd could not be woken: copy it in user space
+		// through its file, whose calls the poller cannot interrupt
+		// either, so say so in the name of the mode.
+		f, ok := obj.(*os.File)
+		if !ok {
+			return nil, fmt.Errorf("%s: blocking descriptor", name)
+		}
+		u := &End{Name: name, kind: kindUser, size: -1, r: fileRW{f}, w: fileRW{f}}
+		return u, nil
+	}
+	return e, nil
+}
+
+// File is Kernel for an *os.File.
+func File(name string, f *os.File) (*End, error) { return Kernel(name, f) }
+
+// Handle makes an end of a namespace handle: its kernel object when it is
+// one (ns.KernelObject), else a user-space end of its Reader and Writer.
+func Handle(name string, h ns.Handle) (*End, error) {
+	if ko, ok := h.(ns.KernelObject); ok {
+		if f, err := ko.KernelFile(); err == nil {
+			return Kernel(name, f)
+		}
+	}
+	r, _ := h.(ns.Reader)
+	w, _ := h.(ns.Writer)
+	if r == nil && w == nil {
+		return nil, fmt.Errorf("%s: %w", name, ns.Errorf(syscall.EINVAL, "not a stream"))
+	}
+	e := &End{Name: name, kind: kindUser, size: -1, r: r, w: w}
+	if cw, ok := h.(interface{ CloseWrite() error }); ok {
+		e.closeWrite = cw.CloseWrite
+	}
+	return e, nil
+}
+
+// Stream makes a user-space end of a reader and/or writer that honour a
+// context (ns.Reader, ns.Writer); either may be nil.
+func Stream(name string, r ns.Reader, w ns.Writer, closeWrite func() error) *End {
+	return &End{Name: name, kind: kindUser, size: -1, r: r, w: w, closeWrite: closeWrite}
+}
+
+// Size is the size of a regular file end from its current offset, -1 when
+// unknown (a stream).
+func (e *End) Size() int64 {
+	if e.kind != kindRegular {
+		return -1
+	}
+	return max(e.size-e.off, 0)
+}
+
+// UserSpace reports whether the end's bytes go through user space.
+func (e *End) UserSpace() bool { return e.kind == kindUser }
+
+// CloseWrite half-closes a socket end (shutdown SHUT_WR); other ends
+// have nothing to do.
+func (e *End) CloseWrite() error {
+	if e.closeWrite == nil {
+		return nil
+	}
+	return e.closeWrite()
+}
+
+// wake sets the end's deadlines in the past, which wakes a call waiting
+// in the poller; ends that cannot have deadlines (regular files) never
+// wait.
+func (e *End) wake() {
+	if e.deadline != nil {
+		past := time.Unix(1, 0)
+		e.deadline.SetReadDeadline(past)
+		e.deadline.SetWriteDeadline(past)
+	}
+}
+
+// fileRW reads and writes a blocking *os.File; it cannot be woken.
+type fileRW struct{ f *os.File }
+
+func (f fileRW) Read(_ context.Context, p []byte) (int, error) {
+	n, err := f.f.Read(p)
+	if errors.Is(err, io.EOF) {
+		return n, nil
+	}
+	return n, err
+}
+func (f fileRW) Write(_ context.Context, p []byte) (int, error) { return f.f.Write(p) }
+
+// Error is a failure of one end: "write tcp/127.0.0.1:9000: connection
+// reset by peer".
+type Error struct {
+	Op  string // read, write
+	End string
+	Err error
+}
+
+func (e *Error) Error() string { return e.Op + " " + e.End + ": " + errText(e.Err) }
+func (e *Error) Unwrap() error { return e.Err }
+
+// errText is the cause as cp and socat print it.
+func errText(err error) string {
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		s := en.Error()
+		if s != "" && s[0] >= 'a' && s[0] <= 'z' {
+			s = string(s[0]-'a'+'A') + s[1:]
+		}
+		return s
+	}
+	return err.Error()
+}
