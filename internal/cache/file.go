@@ -59,6 +59,7 @@ type file struct {
 	// for the server once the data is stored (not kept across a crash).
 	wantTimes *[2]time.Time
 	writeGen  uint64 // bumped by every local change
+	storedGen uint64 // the writeGen of the last changes a write-back stored
 	// base, low, changed and retried say what changed since the
 	// server's version, so that a write-back sends only that
 	// (writeback.go). base is that version's length, -1 when the

@@ -59,12 +59,20 @@ func (s snapshot) appendOnly() bool {
 // stay dirty on disk until a write-back succeeds.
 func (f *file) writeBack(ctx context.Context) error {
 	t := f.t
+	// The changes made so far are ours to see stored; later ones are
+	// the next closer's. Waiting until the file was clean instead made
+	// a close wait as long as other processes kept appending (with four
+	// appenders, two starved in close while two took turns).
+	f.mu.Lock()
+	want := f.writeGen
+	f.mu.Unlock()
 	for {
 		// The snapshot and the settling below hold io exclusively, so
 		// that no write is between its bytes and its length (writeAt).
 		f.io.Lock()
 		f.mu.Lock()
-		if !f.dirty || f.removed {
+		// (A file recovered after a crash is dirty at generation 0.)
+		if !f.dirty || f.removed || (want > 0 && f.storedGen >= want) {
 			f.mu.Unlock()
 			f.io.Unlock()
 			return nil
@@ -101,6 +109,8 @@ func (f *file) writeBack(ctx context.Context) error {
 		var setTimes *[2]time.Time
 		if err != nil {
 			f.restoreSnapshotLocked(s)
+		} else {
+			f.storedGen = max(f.storedGen, s.gen)
 		}
 		if err == nil && s.gen == f.writeGen && !f.removed {
 			setTimes, f.wantTimes = f.wantTimes, nil
