@@ -133,6 +133,7 @@ func newRoot(args []string) *cobra.Command {
 		umountCommand(),
 		runCommand(reg),
 		attachCommand(reg),
+		spliceCommand(reg),
 		versionCommand(),
 		completionCommand(),
 	)
@@ -213,7 +214,7 @@ func mountHelperArgs(args []string) []string {
 // the two equal), help, or cobra's completion requests.
 func isCommand(s string) bool {
 	switch s {
-	case "mount", "umount", "unmount", "run", "attach", "version", "completion", "help",
+	case "mount", "umount", "unmount", "run", "attach", "splice", "version", "completion", "help",
 		cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
 		return true
 	}

@@ -133,6 +133,12 @@ func Handle(name string, h ns.Handle) (*End, error) {
 	}
 	r, _ := h.(ns.Reader)
 	w, _ := h.(ns.Writer)
+	if ra, ok := h.(ns.ReaderAt); ok && r == nil {
+		r = &sequential{ra: ra}
+	}
+	if wa, ok := h.(ns.WriterAt); ok && w == nil {
+		w = &sequential{wa: wa}
+	}
 	if r == nil && w == nil {
 		return nil, fmt.Errorf("%s: %w", name, ns.Errorf(syscall.EINVAL, "not a stream"))
 	}
@@ -179,6 +185,29 @@ func (e *End) wake() {
 		e.deadline.SetReadDeadline(past)
 		e.deadline.SetWriteDeadline(past)
 	}
+}
+
+// sequential reads or writes a file handle (ReaderAt, WriterAt: a stored
+// remote file) from its start on.
+type sequential struct {
+	ra  ns.ReaderAt
+	wa  ns.WriterAt
+	off int64
+}
+
+func (s *sequential) Read(ctx context.Context, p []byte) (int, error) {
+	n, err := s.ra.ReadAt(ctx, p, s.off)
+	s.off += int64(n)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return n, err
+}
+
+func (s *sequential) Write(ctx context.Context, p []byte) (int, error) {
+	n, err := s.wa.WriteAt(ctx, p, s.off)
+	s.off += int64(n)
+	return n, err
 }
 
 // fileRW reads and writes a blocking *os.File; it cannot be woken.
