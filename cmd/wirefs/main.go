@@ -134,6 +134,7 @@ func newRoot(args []string) *cobra.Command {
 		runCommand(reg),
 		attachCommand(reg),
 		spliceCommand(reg),
+		niceCommand(),
 		versionCommand(),
 		completionCommand(),
 	)
@@ -214,7 +215,7 @@ func mountHelperArgs(args []string) []string {
 // the two equal), help, or cobra's completion requests.
 func isCommand(s string) bool {
 	switch s {
-	case "mount", "umount", "unmount", "run", "attach", "splice", "version", "completion", "help",
+	case "mount", "umount", "unmount", "run", "attach", "splice", "nice", "version", "completion", "help",
 		cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
 		return true
 	}

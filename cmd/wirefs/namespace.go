@@ -21,6 +21,7 @@ import (
 	"wirefs/internal/provider/ctl"
 	"wirefs/internal/provider/dns"
 	"wirefs/internal/provider/netstream"
+	"wirefs/internal/provider/vif"
 	"wirefs/internal/remote"
 	"wirefs/internal/resolve"
 )
@@ -56,6 +57,7 @@ type daemonNamespace struct {
 	ns       *ns.Namespace
 	resolver *resolve.Resolver
 	files    *cache.Cache
+	vifs     *vif.Provider // vif/ and proc/: seed 003's VIFs
 	// roots are the top-level names of remote files: the protocol roots
 	// and the user's mount points (the catcher shows them at "/" too).
 	roots []string
@@ -114,6 +116,9 @@ func buildNamespace(c nsConfig, reg *protocols.Registry, log *slog.Logger) (*dae
 	d.ns.Mount("udp", streams.UDP())
 	d.ns.Mount("dns", dns.Dir(res))
 	d.ns.Mount(".wirefs", ctl.Dir(streams.Live, d.dropCaches, files.WriteStatus))
+	d.vifs = newVIF(log)
+	d.ns.Mount("vif", d.vifs.VIFDir())
+	d.ns.Mount("proc", d.vifs.ProcDir())
 
 	cli := c.options()
 	servers := map[string]ns.Dir{}
@@ -216,5 +221,8 @@ func (d *daemonNamespace) dropCaches() {
 func (d *daemonNamespace) close(log *slog.Logger) {
 	if err := d.files.Close(); err != nil {
 		log.Warn("closing the cache", "err", err)
+	}
+	if err := d.vifs.Close(); err != nil {
+		log.Warn("removing the VIFs", "err", err)
 	}
 }

@@ -1,0 +1,297 @@
+// Package vif is seed 003's virtual network interfaces (netnice) on
+// today's Linux: a tree of VIFs per real interface, managed as files
+// (vif/IFACE/...) and attached to processes with symbolic links
+// (proc/PID/IFACE). The kernel does all packet work: each VIF is an HTB
+// class on the interface's egress; a process is attached by moving it
+// into a cgroup of wirefs's own subtree (its children inherit it), and a
+// small cgroup-skb BPF program (bpf.go) sets the priority of the
+// cgroup's packets to its VIF's class. No packet passes through the
+// daemon.
+//
+// The package knows netlink, tc, cgroups and BPF, nothing of FUSE or
+// seccomp. Files: rate.go (tc's units), tc.go (HTB through netlink),
+// cgroup.go, bpf.go, tree.go (the VIF tree, its rules), attach.go
+// (processes), nodes.go and proc.go (the namespace nodes).
+package vif
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+
+	"wirefs/internal/ns"
+)
+
+// Options configure the provider.
+type Options struct {
+	Log *slog.Logger
+	// Caller says who asks for a change the ns interfaces pass no
+	// Caller to (mkdir, rmdir, symlink, unlink, chmod); false: unknown,
+	// and the daemon's own uid is assumed.
+	Caller func(ctx context.Context) (ns.Caller, bool)
+	// RunDir holds the per-namespace lock (default /run/wirefs).
+	RunDir string
+}
+
+// Provider is the VIF tree of one network namespace.
+type Provider struct {
+	o   Options
+	log *slog.Logger
+
+	mu sync.Mutex
+	// err says why VIFs cannot be made here (no CAP_NET_ADMIN, another
+	// daemon owns this namespace's VIFs); nil when they can.
+	err    error
+	base   string // the unified hierarchy's root
+	dir    string // wirefs's cgroup subtree for this namespace
+	lock   *os.File
+	lockAt string
+	cls    *classifier
+	ifaces map[string]*iface
+	groups map[string]*group // by key
+	// origin is the cgroup each attached process came from.
+	origin    map[int]string
+	nextGroup int
+	// pending are ln -sf's temporary links, by pid and name.
+	pending map[int]map[string]pendingEntry
+	closed  bool
+}
+
+// New finds the cgroup hierarchy, takes this network namespace's lock,
+// and removes what a killed daemon left; the classifier is loaded on
+// the first change. When any
+// of it cannot be done (no CAP_NET_ADMIN) the provider still serves the
+// tree, read-only, and says why on every change.
+func New(o Options) *Provider {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.RunDir == "" {
+		o.RunDir = "/run/wirefs"
+	}
+	p := &Provider{o: o, log: o.Log, ifaces: map[string]*iface{}, groups: map[string]*group{}, origin: map[int]string{}}
+	if err := p.start(); err != nil {
+		p.err = err
+		p.log.Info("vif: virtual network interfaces are read-only", "why", err.Error())
+	}
+	return p
+}
+
+func hasCapNetAdmin() bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && caps&(1<<12) != 0 // CAP_NET_ADMIN
+		}
+	}
+	return false
+}
+
+func (p *Provider) start() error {
+	if !hasCapNetAdmin() {
+		return errors.New("the daemon has no CAP_NET_ADMIN (run it as root to manage VIFs)")
+	}
+	base, err := cgroup2Mount()
+	if err != nil {
+		return err
+	}
+	nsid, err := netnsID()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(p.o.RunDir, 0o755); err != nil {
+		return err
+	}
+	lockAt := filepath.Join(p.o.RunDir, fmt.Sprintf("vif-net%d.lock", nsid))
+	lock, err := os.OpenFile(lockAt, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return fmt.Errorf("another wirefs daemon manages the VIFs of this network namespace (%s is locked)", lockAt)
+	}
+	p.base, p.lock, p.lockAt = base, lock, lockAt
+	p.dir = filepath.Join(base, "wirefs.vif", fmt.Sprintf("net%d", nsid))
+	// What a killed daemon left: we hold the lock, so every wirefs
+	// qdisc of this namespace and our cgroup subtree are leftovers.
+	if names, err := removeLeftovers(); err != nil {
+		p.unlock()
+		return fmt.Errorf("removing a killed daemon's qdiscs: %w", err)
+	} else if len(names) > 0 {
+		p.log.Info("vif: removed the qdiscs a previous daemon left", "interfaces", strings.Join(names, ","))
+	}
+	if _, err := os.Stat(p.dir); err == nil {
+		if err := removeTree(p.dir, base); err != nil {
+			p.unlock()
+			return fmt.Errorf("removing a killed daemon's cgroups: %w", err)
+		}
+		p.log.Info("vif: removed the cgroups a previous daemon left", "dir", p.dir)
+	}
+	return nil
+}
+
+// load makes the cgroup subtree and loads the classifier: on the first
+// change, so that a daemon that never shapes costs nothing.
+func (p *Provider) load() error {
+	if p.cls != nil {
+		return nil
+	}
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+		return ns.Errorf(syscall.EIO, "vif: cgroup %s: %v", p.dir, err)
+	}
+	cls, err := loadClassifier(p.dir)
+	if err != nil {
+		removeTree(p.dir, p.base)
+		return ns.Errorf(syscall.EIO, "vif: %v", err)
+	}
+	p.cls = cls
+	return nil
+}
+
+func (p *Provider) unlock() {
+	if p.lock != nil {
+		p.lock.Close() // the file stays: removing it would race a new daemon's flock
+		p.lock = nil
+	}
+}
+
+// Err says why VIFs cannot be changed here, or nil.
+func (p *Provider) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// Close removes everything the provider made: qdiscs and classes, the
+// classifier, the cgroups (their processes go back where they came
+// from, or to the root cgroup).
+func (p *Provider) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.err != nil {
+		p.closed = true
+		return nil
+	}
+	p.closed = true
+	var errs []error
+	for _, ifc := range p.ifaces {
+		if ifc.up {
+			if err := removeHTB(ifc.name); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", ifc.name, err))
+			}
+		}
+	}
+	if p.cls != nil {
+		p.cls.close()
+	}
+	for pid, from := range p.origin {
+		if _, err := os.Stat(from); err == nil {
+			_ = moveProcess(from, pid)
+		}
+	}
+	if p.cls != nil {
+		if err := removeTree(p.dir, p.base); err != nil {
+			errs = append(errs, err)
+		}
+		_ = syscall.Rmdir(filepath.Dir(p.dir)) // wirefs.vif, when no other namespace uses it
+	}
+	p.unlock()
+	return errors.Join(errs...)
+}
+
+// writable says whether changes can be made, as an EPERM error naming
+// the reason (the door logs it).
+func (p *Provider) writable() error {
+	if p.err != nil {
+		return ns.Errorf(syscall.EPERM, "vif: %v", p.err)
+	}
+	if p.closed {
+		return ns.Errorf(syscall.ENODEV, "vif: closed")
+	}
+	return nil
+}
+
+// caller is who makes a change.
+func (p *Provider) caller(ctx context.Context) ns.Caller {
+	if p.o.Caller != nil {
+		if c, ok := p.o.Caller(ctx); ok {
+			return c
+		}
+	}
+	return ns.Caller{Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid())}
+}
+
+// iface is one real interface and its VIF tree.
+type iface struct {
+	name  string
+	index int
+	root  *VIF
+	byID  map[uint16]*VIF
+	next  uint16
+	up    bool // wirefs's HTB is on it
+}
+
+// ifaceLocked returns the tree of the interface named name, made on
+// first use (the kernel is not touched until a change).
+func (p *Provider) ifaceLocked(name string) (*iface, error) {
+	if ifc, ok := p.ifaces[name]; ok {
+		if l, err := netlink.LinkByName(name); err == nil && l.Attrs().Index == ifc.index {
+			return ifc, nil
+		}
+		delete(p.ifaces, name) // gone, or a new interface of that name
+	}
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		return nil, ns.Errorf(syscall.ENOENT, "no interface %s", name)
+	}
+	ifc := &iface{name: name, index: l.Attrs().Index, byID: map[uint16]*VIF{}, next: rootID + 1}
+	r := linkRate(name)
+	ifc.root = newVIF(ifc, nil, name, rootID, 0, 0)
+	ifc.root.rate, ifc.root.ceil = r, r
+	ifc.byID[rootID] = ifc.root
+	p.ifaces[name] = ifc
+	return ifc, nil
+}
+
+// ensureUp puts wirefs's HTB with the root VIF's classes on ifc.
+func (p *Provider) ensureUp(ifc *iface) error {
+	if ifc.up {
+		return nil
+	}
+	if err := p.load(); err != nil {
+		return err
+	}
+	l, err := netlink.LinkByIndex(ifc.index)
+	if err != nil {
+		return ns.Errorf(syscall.ENODEV, "%s: %v", ifc.name, err)
+	}
+	if err := setupHTB(l); err != nil {
+		var r *refusal
+		if errors.As(err, &r) {
+			return ns.Errorf(syscall.EBUSY, "vif: %s", r.why)
+		}
+		return ns.Errorf(syscall.EIO, "vif: %v", err)
+	}
+	ifc.up = true
+	if err := p.applyNew(ifc.root); err != nil {
+		removeHTB(ifc.name)
+		ifc.up = false
+		return err
+	}
+	p.log.Info("vif: wirefs's htb qdisc is the root qdisc", "iface", ifc.name, "handle", fmt.Sprintf("%x:", Major))
+	return nil
+}
