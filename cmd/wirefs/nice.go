@@ -29,8 +29,8 @@ It needs CAP_NET_ADMIN (root): the kernel does the shaping (an HTB class,
 a cgroup, a BPF classifier). It works without a mount; while a wirefs
 daemon manages the VIFs of this network namespace, use its vif/ tree
 instead (mkdir /net/vif/IFACE/NAME; echo RATE > .../rate; ln -s ...
-/net/proc/PID/IFACE). Without privileges wirefs nice refuses: the
-per-socket pacing fallback of the issue is not built yet.
+/net/proc/PID/IFACE). Without CAP_NET_ADMIN wirefs nice refuses and says
+so (a per-socket pacing fallback, SO_MAX_PACING_RATE, is not built).
 `
 
 func niceCommand() *cobra.Command {
