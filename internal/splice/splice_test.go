@@ -520,3 +520,23 @@ func TestPauseResume(t *testing.T) {
 	b.Close()
 	outPeer.Close()
 }
+
+// The same through sendfile (file → socket): the error ends the copy.
+func TestPeerResetSendfile(t *testing.T) {
+	base := leakcheck.Take(t)
+	f := tempFile(t, make([]byte, 32<<20))
+	out, outPeer := tcpPair(t)
+	go func() {
+		io.ReadFull(outPeer, make([]byte, 1<<20))
+		outPeer.SetLinger(0)
+		outPeer.Close()
+	}()
+	n, err := Copy(context.Background(), end(t, "file", f), end(t, "tcp/out", out), Options{})
+	var se *Error
+	if !errors.As(err, &se) || se.End != "tcp/out" || n >= 32<<20 {
+		t.Fatalf("Copy = %d, %v; want a write error of tcp/out", n, err)
+	}
+	f.Close()
+	out.Close()
+	base.Check(t)
+}

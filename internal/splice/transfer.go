@@ -190,33 +190,24 @@ func fast(ctx context.Context, name string, src, dst *End, o Options,
 func sendfile(ctx context.Context, src, dst *End, o Options) (int64, error, bool) {
 	return fast(ctx, "sendfile", src, dst, o, func(max int) (int, error) {
 		var n int
-		var serr error
+		var serr, werr error
 		cerr := src.rc.Control(func(sfd uintptr) {
-			serr = dst.rc.Write(func(dfd uintptr) bool {
-				var err error
+			werr = dst.rc.Write(func(dfd uintptr) bool {
 				for {
 					off := src.off
-					n, err = unix.Sendfile(int(dfd), int(sfd), &off, max)
-					if err != unix.EINTR {
+					n, serr = unix.Sendfile(int(dfd), int(sfd), &off, max)
+					if serr != unix.EINTR {
 						break
 					}
 				}
-				if err == unix.EAGAIN {
-					return false
-				}
-				if n > 0 {
-					src.off += int64(n)
-				}
-				if err != nil {
-					serr = err // returned below through the closure
-				}
-				return true
+				return serr != unix.EAGAIN
 			})
 		})
-		if cerr != nil {
-			return 0, cerr
+		if err := errors.Join(cerr, werr, serr); err != nil {
+			return 0, err
 		}
-		return n, serr
+		src.off += int64(n)
+		return n, nil
 	})
 }
 
@@ -238,9 +229,10 @@ func copyFileRange(ctx context.Context, src, dst *End, o Options) (int64, error,
 				}
 			})
 		})
-		if n > 0 {
-			src.off += int64(n)
+		if err != nil {
+			n = 0
 		}
+		src.off += int64(n)
 		if errors.Is(err, unix.EXDEV) || errors.Is(err, unix.EBADF) {
 			err = unix.EOPNOTSUPP // across file systems, O_APPEND: the pipe path
 		}
