@@ -5,6 +5,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/hugelgupf/p9/p9"
 )
@@ -66,8 +67,8 @@ func (s *conn) exportList() (*exportList, error) {
 }
 
 func isRefusal(err error) bool {
-	_, ok := serverErrno(err)
-	return ok
+	errno, ok := serverErrno(err)
+	return ok && (errno == syscall.EPERM || errno == syscall.EACCES || errno == syscall.ENOENT || errno == syscall.ENOTDIR)
 }
 
 func (s *conn) readCtlExports() (string, error) {

@@ -54,7 +54,10 @@ func (b *Backend) locate(s *conn, p string) (place, error) {
 		}
 		root, err := s.attach(aname)
 		if err != nil {
-			if !isRefusal(err) {
+			// A name the server accepted before is not refused now
+			// because one attach failed: walking on to its parents
+			// made every file below it ENOENT for refusalTTL.
+			if !isRefusal(err) || b.wasAccepted(aname) {
 				return place{}, err
 			}
 			b.remember(aname, false)
@@ -87,6 +90,12 @@ func (b *Backend) acceptedNames() []string {
 		names = append(names, n)
 	}
 	return names
+}
+
+func (b *Backend) wasAccepted(aname string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.accepted[aname]
 }
 
 func (b *Backend) isRefused(aname string) bool {
