@@ -132,6 +132,32 @@ func (n *vifNet) wirefsQdisc(t *testing.T) bool {
 	return false
 }
 
+func (n *vifNet) vaIndex(t *testing.T) int {
+	l, err := n.handle.LinkByName("va")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Attrs().Index
+}
+
+// checkNoIngress: no ifb of wirefs's and no ingress qdisc on va.
+func (n *vifNet) checkNoIngress(t *testing.T, when string) {
+	t.Helper()
+	links, _ := n.handle.LinkList()
+	for _, l := range links {
+		if strings.HasPrefix(l.Attrs().Name, "wfi") {
+			t.Errorf("%s: ifb %s is still there", when, l.Attrs().Name)
+		}
+	}
+	l, _ := n.handle.LinkByName("va")
+	qs, _ := n.handle.QdiscList(l)
+	for _, q := range qs {
+		if q.Type() == "ingress" {
+			t.Errorf("%s: va still has an ingress qdisc", when)
+		}
+	}
+}
+
 // class returns the HTB class 7766:minor of va, or nil.
 func (n *vifNet) class(t *testing.T, minor uint16) *netlink.HtbClass {
 	t.Helper()
@@ -387,6 +413,48 @@ func TestVIFRate(t *testing.T) {
 	}
 }
 
+// TestVIFIngress: what an attached process receives is shaped too (the
+// IFB); loose bounds, the benchmark has the figures.
+func TestVIFIngress(t *testing.T) {
+	n := newVIFNet(t)
+	m := n.mount(t)
+	web := m.P("vif/va/web")
+	if err := os.Mkdir(web, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, web+"/rate", "4mbit")
+	mustWrite(t, web+"/mode", "shape")
+	// the receiver in a (attached), the sender in b
+	recv := exec.Command("nsenter", "--net=/run/netns/"+n.a, "bash", "-c", `read go; exec `+python+` -c "$1" "$2" "$3"`, "bash", vifReceiver, n.addrA, "5401")
+	in, _ := recv.StdinPipe()
+	rp, _ := recv.StdoutPipe()
+	if err := recv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer recv.Process.Kill()
+	if err := os.Symlink(web, m.P(fmt.Sprintf("proc/%d/va", recv.Process.Pid))); err != nil {
+		t.Fatal(err)
+	}
+	in.Write([]byte("go\n"))
+	br := bufio.NewReader(rp)
+	br.ReadString('\n')
+	if out, err := n.cmd(n.b, python, "-c", vifSender, n.addrA, "5401", "4").CombinedOutput(); err != nil {
+		t.Fatalf("sender: %v\n%s", err, out)
+	}
+	line, _ := br.ReadString('\n')
+	got, err := strconv.ParseFloat(strings.TrimSpace(line), 64)
+	if err != nil {
+		t.Fatalf("receiver printed %q", line)
+	}
+	t.Logf("received through a 4mbit VIF: %.2f Mbit/s", got/1e6)
+	if got < 0.7*4e6 || got > 1.2*4e6 {
+		t.Errorf("an attached receiver got %.2f Mbit/s through a 4mbit VIF", got/1e6)
+	}
+	if st := read(t, web+"/stats"); strings.Contains(st, "in_bytes=0 ") {
+		t.Errorf("stats show nothing in: %q", st)
+	}
+}
+
 func mustWrite(t *testing.T, path, value string) {
 	t.Helper()
 	if err := write(path, value); err != nil {
@@ -420,6 +488,9 @@ func TestVIFCleanup(t *testing.T) {
 	if !n.wirefsQdisc(t) {
 		t.Fatal("the qdisc went with the killed daemon: this test shows nothing")
 	}
+	if l, _ := n.handle.LinkByName(fmt.Sprintf("wfi%d", n.vaIndex(t))); l == nil {
+		t.Fatal("no ifb device after mkdir")
+	}
 	m2 := n.mount(t)
 	if !strings.Contains(readFile(m2.Log), "removed the qdiscs a previous daemon left") || n.wirefsQdisc(t) {
 		t.Errorf("the next start did not remove the leftovers:\n%s", tail(readFile(m2.Log), 2000))
@@ -427,6 +498,7 @@ func TestVIFCleanup(t *testing.T) {
 	if _, err := os.Stat(cg); err == nil {
 		t.Errorf("cgroup %s is still there after the next start", cg)
 	}
+	n.checkNoIngress(t, "after the next start")
 	procCg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", sleeper.Process.Pid))
 	if strings.Contains(string(procCg), "wirefs.vif") {
 		t.Errorf("the attached process is still in wirefs's cgroup: %s", procCg)
@@ -442,6 +514,7 @@ func TestVIFCleanup(t *testing.T) {
 	if n.wirefsQdisc(t) {
 		t.Error("wirefs's qdisc is still on va after unmount")
 	}
+	n.checkNoIngress(t, "after unmount")
 	if l, _ := n.handle.LinkByName("va"); l != nil {
 		if cs, _ := n.handle.ClassList(l, 0); len(cs) != 0 {
 			t.Errorf("classes left on va: %v", cs)

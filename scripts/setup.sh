@@ -7,10 +7,13 @@ cd "$(dirname "$0")/.."
 
 # The servers are the real peers the remote-file tests start on loopback
 # (each with its own throwaway configuration); sshfs, rclone, httpdirfs and
-# proot are the peers the benchmarks compare against.
+# proot are the peers the benchmarks compare against. clang, llvm and
+# libbpf-dev regenerate the VIF classifiers (go generate ./internal/provider/vif;
+# the compiled programs are committed).
 pkgs=(fuse3 socat iproute2 gcc make python3 procps psmisc util-linux
 	openssh-server openssh-client vsftpd nginx-light diod
-	sshfs rclone httpdirfs proot)
+	sshfs rclone httpdirfs proot
+	clang llvm libbpf-dev)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

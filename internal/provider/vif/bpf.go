@@ -2,24 +2,22 @@ package vif
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 )
 
-// The classifier: one cgroup-skb egress program, attached to wirefs's
-// cgroup subtree (descendants inherit it), that sets skb->priority to
-// the HTB class of the packet's socket's cgroup on the device it leaves
-// by. HTB takes a priority naming one of its leaf classes as that class
-// (htb_classify), so no tc filter is needed, and this kernel has no
-// cls_cgroup. A priority already naming a wirefs class (a socket
-// attached on its own, SO_PRIORITY) is left alone: the socket's VIF
-// wins over its process's.
-//
-// Sixteen instructions, so written with cilium/ebpf's assembler rather
-// than C, clang and bpf2go: nothing to generate, nothing to install.
+// The classifiers (bpf/vif.c). Egress: one cgroup-skb program, attached
+// to wirefs's cgroup subtree (descendants inherit it), sets
+// skb->priority to the HTB class of the packet's socket's cgroup on the
+// device it leaves by. HTB takes a priority naming one of its leaf
+// classes as that class (htb_classify), so no tc filter is needed, and
+// this kernel has no cls_cgroup. A priority already naming a wirefs
+// class (a socket given one with SO_PRIORITY) is left alone. The egress
+// program also records the class in the socket's storage, where the
+// ingress program (ingress.go) finds it.
 
 // key is the map's key: a cgroup id and the device's index.
 type key struct {
@@ -34,59 +32,48 @@ func (k key) bytes() []byte {
 	return b
 }
 
-// offsets in struct __sk_buff (include/uapi/linux/bpf.h)
-const (
-	skbPriority = 32
-	skbIfindex  = 40
-)
-
-// classifier is the loaded program, its map and its attachment.
+// classifier is the loaded programs, their maps and the attachment.
 type classifier struct {
-	m    *ebpf.Map
-	prog *ebpf.Program
-	l    link.Link
+	m   *ebpf.Map
+	sk  *ebpf.Map
+	out *ebpf.Program
+	in  *ebpf.Program // nil: incoming traffic is not shaped
+	l   link.Link
+	// inErr says why there is no ingress program
+	inErr error
 }
 
 func loadClassifier(cgroupDir string) (*classifier, error) {
-	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: "wirefs_vif", Type: ebpf.Hash, KeySize: 16, ValueSize: 4, MaxEntries: 65536})
+	spec, err := loadVifbpf()
 	if err != nil {
-		return nil, fmt.Errorf("bpf map: %w", err)
+		return nil, fmt.Errorf("bpf: %w", err)
 	}
-	insns := asm.Instructions{
-		asm.Mov.Reg(asm.R6, asm.R1),
-		asm.FnSkbCgroupId.Call(), // r1 = skb
-		asm.StoreMem(asm.RFP, -16, asm.R0, asm.DWord),
-		asm.LoadMem(asm.R1, asm.R6, skbIfindex, asm.Word),
-		asm.StoreMem(asm.RFP, -8, asm.R1, asm.Word),
-		asm.StoreImm(asm.RFP, -4, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, m.FD()),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -16),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "out"),
-		asm.LoadMem(asm.R1, asm.R6, skbPriority, asm.Word),
-		asm.RSh.Imm(asm.R1, 16),
-		asm.JEq.Imm(asm.R1, Major, "out"),
-		asm.LoadMem(asm.R1, asm.R0, 0, asm.Word),
-		asm.StoreMem(asm.R6, skbPriority, asm.R1, asm.Word),
-		asm.Mov.Imm(asm.R0, 1).WithSymbol("out"), // 1: let the packet pass
-		asm.Return(),
-	}
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "wirefs_vif", Type: ebpf.CGroupSKB,
-		AttachType: ebpf.AttachCGroupInetEgress, Instructions: insns, License: "GPL"})
-	if err != nil {
-		m.Close()
-		return nil, fmt.Errorf("bpf program: %w", err)
+	var objs vifbpfObjects
+	c := &classifier{}
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+		// egress alone, if the ingress program is what the kernel refuses
+		c.inErr = err
+		delete(spec.Programs, "wirefs_vif_in")
+		var out struct {
+			Out *ebpf.Program `ebpf:"wirefs_vif_out"`
+			M   *ebpf.Map     `ebpf:"wirefs_vif"`
+			Sk  *ebpf.Map     `ebpf:"wirefs_sk"`
+		}
+		if err2 := spec.LoadAndAssign(&out, nil); err2 != nil {
+			return nil, fmt.Errorf("bpf programs: %w", errors.Join(err, err2))
+		}
+		c.m, c.sk, c.out = out.M, out.Sk, out.Out
+	} else {
+		c.m, c.sk, c.out, c.in = objs.WirefsVif, objs.WirefsSk, objs.WirefsVifOut, objs.WirefsVifIn
 	}
 	// A bpf_link: the kernel detaches the program when the daemon's
 	// descriptor closes, even after kill -9.
-	l, err := link.AttachCgroup(link.CgroupOptions{Path: cgroupDir, Attach: ebpf.AttachCGroupInetEgress, Program: prog})
+	c.l, err = link.AttachCgroup(link.CgroupOptions{Path: cgroupDir, Attach: ebpf.AttachCGroupInetEgress, Program: c.out})
 	if err != nil {
-		prog.Close()
-		m.Close()
+		c.close()
 		return nil, fmt.Errorf("attach bpf program to %s: %w", cgroupDir, err)
 	}
-	return &classifier{m: m, prog: prog, l: l}, nil
+	return c, nil
 }
 
 func (c *classifier) set(k key, classid uint32) error {
@@ -100,7 +87,17 @@ func (c *classifier) del(k key) {
 }
 
 func (c *classifier) close() {
-	c.l.Close()
-	c.prog.Close()
-	c.m.Close()
+	if c.l != nil {
+		c.l.Close()
+	}
+	for _, p := range []*ebpf.Program{c.out, c.in} {
+		if p != nil {
+			p.Close()
+		}
+	}
+	for _, m := range []*ebpf.Map{c.m, c.sk} {
+		if m != nil {
+			m.Close()
+		}
+	}
 }

@@ -26,6 +26,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
 
 	"wirefs/internal/ns"
@@ -56,6 +57,7 @@ type Provider struct {
 	lock   *os.File
 	lockAt string
 	cls    *classifier
+	inProg *ebpf.Program // the ingress classifier; nil: egress only
 	ifaces map[string]*iface
 	groups map[string]*group // by key
 	// origin is the cgroup each attached process came from.
@@ -128,6 +130,12 @@ func (p *Provider) start() error {
 	p.dir = filepath.Join(base, "wirefs.vif", fmt.Sprintf("net%d", nsid))
 	// What a killed daemon left: we hold the lock, so every wirefs
 	// qdisc of this namespace and our cgroup subtree are leftovers.
+	if names, err := removeIngressLeftovers(); err != nil {
+		p.unlock()
+		return fmt.Errorf("removing a killed daemon's ifb devices: %w", err)
+	} else if len(names) > 0 {
+		p.log.Info("vif: removed the ifb devices a previous daemon left", "devices", strings.Join(names, ","))
+	}
 	if names, err := removeLeftovers(); err != nil {
 		p.unlock()
 		return fmt.Errorf("removing a killed daemon's qdiscs: %w", err)
@@ -159,6 +167,9 @@ func (p *Provider) load() error {
 		return ns.Errorf(syscall.EIO, "vif: %v", err)
 	}
 	p.cls = cls
+	if p.inProg = cls.in; p.inProg == nil {
+		p.log.Warn("vif: incoming traffic will not be shaped", "why", cls.inErr.Error())
+	}
 	return nil
 }
 
@@ -191,6 +202,11 @@ func (p *Provider) Close() error {
 	for _, ifc := range p.ifaces {
 		if ifc.up {
 			if err := removeHTB(ifc.name); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", ifc.name, err))
+			}
+		}
+		if ifc.ifb != 0 {
+			if err := removeIngress(ifc.index); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", ifc.name, err))
 			}
 		}
@@ -243,6 +259,16 @@ type iface struct {
 	byID  map[uint16]*VIF
 	next  uint16
 	up    bool // wirefs's HTB is on it
+	ifb   int  // the index of its IFB (ingress), 0: none
+}
+
+// devs are the devices that carry ifc's VIFs as HTB classes: the
+// interface (egress) and its IFB (ingress).
+func (ifc *iface) devs() []int {
+	if ifc.ifb != 0 {
+		return []int{ifc.index, ifc.ifb}
+	}
+	return []int{ifc.index}
 }
 
 // ifaceLocked returns the tree of the interface named name, made on
@@ -286,10 +312,20 @@ func (p *Provider) ensureUp(ifc *iface) error {
 		}
 		return ns.Errorf(syscall.EIO, "vif: %v", err)
 	}
+	if p.inProg != nil {
+		idx, err := setupIngress(l, p.inProg)
+		if err != nil {
+			p.log.Warn("vif: incoming traffic will not be shaped", "iface", ifc.name, "why", err.Error())
+		}
+		ifc.ifb = idx
+	}
 	ifc.up = true
 	if err := p.applyNew(ifc.root); err != nil {
 		removeHTB(ifc.name)
-		ifc.up = false
+		if ifc.ifb != 0 {
+			removeIngress(ifc.index)
+		}
+		ifc.up, ifc.ifb = false, 0
 		return err
 	}
 	p.log.Info("vif: wirefs's htb qdisc is the root qdisc", "iface", ifc.name, "handle", fmt.Sprintf("%x:", Major))

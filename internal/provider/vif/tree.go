@@ -51,6 +51,7 @@ type VIF struct {
 
 	// the last stats sample, for the current rate
 	lastBytes uint64
+	lastIn    uint64
 	lastAt    time.Time
 }
 
@@ -222,23 +223,33 @@ func (p *Provider) value(v *VIF, name string) string {
 }
 
 // stats is one line: out_bytes out_packets out_drops out_backlog
-// out_rate (bits/s since the previous read of stats, or since the VIF
-// was made), as key=value pairs.
+// out_rate, and the same for in_ (what came in, shaped on the IFB; zero
+// when incoming traffic is not shaped), as key=value pairs; the rates
+// are bits/s since the previous read of stats, or since the VIF was made.
 func (p *Provider) stats(v *VIF) string {
-	var s classStats
+	var out, in classStats
 	if v.ifc.up {
-		all, err := statsOf(v.ifc.index)
-		if err == nil {
-			s = all[v.id]
+		if all, err := statsOf(v.ifc.index); err == nil {
+			out = all[v.id]
+		}
+		if v.ifc.ifb != 0 {
+			if all, err := statsOf(v.ifc.ifb); err == nil {
+				in = all[v.id]
+			}
 		}
 	}
 	now := time.Now()
-	rate := uint64(0)
-	if dt := now.Sub(v.lastAt).Seconds(); dt > 0 && s.bytes >= v.lastBytes {
-		rate = uint64(float64(s.bytes-v.lastBytes) * 8 / dt)
+	rate := func(bytes, last uint64) uint64 {
+		if dt := now.Sub(v.lastAt).Seconds(); dt > 0 && bytes >= last {
+			return uint64(float64(bytes-last) * 8 / dt)
+		}
+		return 0
 	}
-	v.lastBytes, v.lastAt = s.bytes, now
-	return fmt.Sprintf("out_bytes=%d out_packets=%d out_drops=%d out_backlog=%d out_rate=%d\n", s.bytes, s.packets, s.drops, s.backlog, rate)
+	line := fmt.Sprintf("out_bytes=%d out_packets=%d out_drops=%d out_backlog=%d out_rate=%d in_bytes=%d in_packets=%d in_drops=%d in_backlog=%d in_rate=%d\n",
+		out.bytes, out.packets, out.drops, out.backlog, rate(out.bytes, v.lastBytes),
+		in.bytes, in.packets, in.drops, in.backlog, rate(in.bytes, v.lastIn))
+	v.lastBytes, v.lastIn, v.lastAt = out.bytes, in.bytes, now
+	return line
 }
 
 // classes are the VIF's two HTB classes: the VIF (rate and ceil), and
@@ -264,15 +275,19 @@ func htbPrioOf(q params) uint32 {
 	return fairPrio
 }
 
-// applyNew makes v's classes in the kernel.
+// applyNew makes v's classes in the kernel, on every device of its
+// interface.
 func (p *Provider) applyNew(v *VIF) error {
 	c, l := v.classes(v.params())
-	if err := addClass(c); err != nil {
-		return ns.Errorf(syscall.EIO, "vif %s: add class %x:%x: %v", v.path(), Major, c.id, err)
-	}
-	if err := addClass(l); err != nil {
-		delClass(v.ifc.index, c.id)
-		return ns.Errorf(syscall.EIO, "vif %s: add class %x:%x: %v", v.path(), Major, l.id, err)
+	for _, dev := range v.ifc.devs() {
+		c.ifindex, l.ifindex = dev, dev
+		if err := addClass(c); err != nil {
+			return ns.Errorf(syscall.EIO, "vif %s: add class %x:%x: %v", v.path(), Major, c.id, err)
+		}
+		if err := addClass(l); err != nil {
+			delClass(dev, c.id)
+			return ns.Errorf(syscall.EIO, "vif %s: add class %x:%x: %v", v.path(), Major, l.id, err)
+		}
 	}
 	return nil
 }
@@ -281,11 +296,14 @@ func (p *Provider) applyNew(v *VIF) error {
 func (p *Provider) apply(v *VIF, q params) error {
 	if v.ifc.up {
 		c, l := v.classes(q)
-		if err := changeClass(c); err != nil {
-			return ns.Errorf(syscall.EIO, "vif %s: change class: %v", v.path(), err)
-		}
-		if err := changeClass(l); err != nil {
-			return ns.Errorf(syscall.EIO, "vif %s: change class: %v", v.path(), err)
+		for _, dev := range v.ifc.devs() {
+			c.ifindex, l.ifindex = dev, dev
+			if err := changeClass(c); err != nil {
+				return ns.Errorf(syscall.EIO, "vif %s: change class: %v", v.path(), err)
+			}
+			if err := changeClass(l); err != nil {
+				return ns.Errorf(syscall.EIO, "vif %s: change class: %v", v.path(), err)
+			}
 		}
 	}
 	v.rate, v.ceil, v.weight, v.prio, v.mode = q.rate, q.ceil, q.weight, q.prio, q.mode
@@ -349,11 +367,13 @@ func (p *Provider) rmdir(v *VIF) error {
 		return ns.Errorf(syscall.EBUSY, "%s has processes attached (%v): detach them first (rm proc/PID/%s)", v.path(), pids, v.ifc.name)
 	}
 	p.dropGroupsOf(v)
-	if err := delClass(v.ifc.index, v.id|selfBit); err != nil {
-		return ns.Errorf(syscall.EIO, "vif %s: delete class: %v", v.path(), err)
-	}
-	if err := delClass(v.ifc.index, v.id); err != nil {
-		return ns.Errorf(syscall.EIO, "vif %s: delete class: %v", v.path(), err)
+	for _, dev := range v.ifc.devs() {
+		if err := delClass(dev, v.id|selfBit); err != nil {
+			return ns.Errorf(syscall.EIO, "vif %s: delete class: %v", v.path(), err)
+		}
+		if err := delClass(dev, v.id); err != nil {
+			return ns.Errorf(syscall.EIO, "vif %s: delete class: %v", v.path(), err)
+		}
 	}
 	delete(v.parent.children, v.name)
 	delete(v.ifc.byID, v.id)
