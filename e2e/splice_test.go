@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -359,5 +361,70 @@ func TestSpliceInterrupt(t *testing.T) {
 	}
 	if n, _ := dst.Read(make([]byte, 1)); n != 0 {
 		t.Error("the sink got more than was sent")
+	}
+}
+
+// The file interface through the mount: clone, ctl, status, the owner's
+// directory, and a relay made from ctl lines alone (a port forwarder).
+func TestSpliceCtlThroughMount(t *testing.T) {
+	m := mount(t)
+	clone, err := os.OpenFile(m.P("splice/clone"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clone.Close()
+	b := make([]byte, 32)
+	k, _ := clone.Read(b)
+	n := strings.TrimSpace(string(b[:k]))
+	dir := m.P("splice/" + n)
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("splice/%s: %v %v", n, fi, err)
+	}
+	data := randomData(8<<20 + 3)
+	src := writeTemp(t, data)
+	p := listenPeer(t)
+	got := p.receive()
+	if err := os.WriteFile(dir+"/ctl", []byte("from "+src+" to "+p.name()+"\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	equalSum(t, "ctl file→socket", <-got, data)
+	st, _ := os.ReadFile(dir + "/status")
+	if !regexp.MustCompile(`^done 8388611 \d+ \d+\.\d{3}\n$`).Match(st) {
+		t.Errorf("status %q", st)
+	}
+	if err := os.WriteFile(dir+"/ctl", []byte("from nowhere\n"), 0); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("a bad ctl line: %v, want EINVAL", err)
+	}
+	r := run(t, 10*time.Second, "", "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "cat", dir+"/status")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "Permission denied") {
+		t.Errorf("nobody reading another's status: %s", r)
+	}
+
+	// A port forwarder from a shell: relay SERVER CLIENT.
+	back := listenPeer(t)
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	fwd := l.Addr().String()
+	l.Close()
+	script := `exec 3<>"$M/splice/clone"; read n <&3
+echo "relay tcp/` + fwd + `:: ` + back.name() + `" > "$M/splice/$n/ctl" || exit 1
+echo ready; read _ ; cat "$M/splice/$n/status"`
+	proc := startBash(t, m, script)
+	defer proc.terminate()
+	proc.waitOutput(t, 10*time.Second, "ready")
+	up := randomData(1 << 20)
+	atBack := back.receive()
+	c, err := net.Dial("tcp", fwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write(up)
+	c.(*net.TCPConn).CloseWrite()
+	equalSum(t, "forwarded", <-atBack, up)
+	io.ReadAll(c) // the relay passes the back end's close on
+	c.Close()
+	io.WriteString(proc.stdin, "\n")
+	r = proc.wait(t, 10*time.Second)
+	if !regexp.MustCompile(`(?m)^done 1048576 `).MatchString(r.Stdout) {
+		t.Errorf("forwarder: %s", r)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"wirefs/internal/provider/ctl"
 	"wirefs/internal/provider/dns"
 	"wirefs/internal/provider/netstream"
+	"wirefs/internal/provider/splicefs"
 	"wirefs/internal/provider/vif"
 	"wirefs/internal/remote"
 	"wirefs/internal/resolve"
@@ -57,7 +58,8 @@ type daemonNamespace struct {
 	ns       *ns.Namespace
 	resolver *resolve.Resolver
 	files    *cache.Cache
-	vifs     *vif.Provider // vif/ and proc/: seed 003's VIFs
+	vifs     *vif.Provider      // vif/ and proc/: seed 003's VIFs
+	splices  *splicefs.Provider // splice/: seed 002's splices
 	// roots are the top-level names of remote files: the protocol roots
 	// and the user's mount points (the catcher shows them at "/" too).
 	roots []string
@@ -116,6 +118,8 @@ func buildNamespace(c nsConfig, reg *protocols.Registry, log *slog.Logger) (*dae
 	d.ns.Mount("udp", streams.UDP())
 	d.ns.Mount("dns", dns.Dir(res))
 	d.ns.Mount(".wirefs", ctl.Dir(streams.Live, d.dropCaches, files.WriteStatus))
+	d.splices = splicefs.New(d.ns, log)
+	d.ns.Mount("splice", d.splices.Dir())
 	d.vifs = newVIF(log)
 	d.ns.Mount("vif", d.vifs.VIFDir())
 	d.ns.Mount("proc", d.vifs.ProcDir())
@@ -219,6 +223,7 @@ func (d *daemonNamespace) dropCaches() {
 
 // close writes back what is pending and ends remote sessions.
 func (d *daemonNamespace) close(log *slog.Logger) {
+	d.splices.Close() // before the ends' providers
 	if err := d.files.Close(); err != nil {
 		log.Warn("closing the cache", "err", err)
 	}
