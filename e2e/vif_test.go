@@ -251,8 +251,8 @@ func TestVIFTree(t *testing.T) {
 		t.Errorf("class 7766:2 = %#v, want rate 2048kbit ceil 20mbit", c)
 	}
 	// weight and priority are its leaf's (HTB honours them at leaves)
-	if c := n.class(t, 0x8002); c == nil || c.Ceil != 20e6/8 || c.Prio != 1 || c.Quantum != 3*1514 {
-		t.Errorf("class 7766:8002 = %#v, want ceil 20mbit prio 1 quantum 4542", c)
+	if c := n.class(t, 0x8002); c == nil || c.Ceil != 20e6/8 || c.Prio != 1 || c.Quantum != 3*65536 {
+		t.Errorf("class 7766:8002 = %#v, want ceil 20mbit prio 1 quantum 3×64KiB", c)
 	}
 	// wrong values: EINVAL, nothing changed
 	api := web + "/api"
@@ -306,22 +306,26 @@ func TestVIFTree(t *testing.T) {
 	}
 }
 
-// vifReceiver counts what arrives at port in namespace b between the
-// first second and the end of the window, and prints bits per second.
+// vifReceiver counts what arrives at ADDR PORT from the first second
+// on, until EOF or for WINDOW seconds (while every sender still sends),
+// and prints bits per second.
 const vifReceiver = `
 import socket, sys, time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(8)
+window = float(sys.argv[3]) if len(sys.argv) > 3 else 1e9
 print("ready", flush=True)
 c, _ = s.accept()
-t0 = time.time(); n = 0; start = None
+t0 = time.time(); n = 0; start = None; stop = None
 while True:
     b = c.recv(1 << 16)
     if not b: break
     now = time.time()
     if start is None and now - t0 >= 1: start = now; n = 0
-    if start is not None: n += len(b)
-print(int(n * 8 / (time.time() - start)) if start else 0, flush=True)
+    if start is not None and stop is None:
+        n += len(b)
+        if now - start >= window: stop = now
+print(int(n * 8 / ((stop or time.time()) - start)) if start else 0, flush=True)
 `
 
 // vifSender connects and sends for seconds.
@@ -338,17 +342,19 @@ c.close()
 // gets is what a child of an attached process gets.
 func (n *vifNet) measure(t *testing.T, port int, secs float64, attach func(pid int)) float64 {
 	t.Helper()
-	recv := n.cmd(n.b, python, "-c", vifReceiver, n.addrB, strconv.Itoa(port))
+	recv := n.cmd(n.b, python, "-c", vifReceiver, n.addrB, strconv.Itoa(port), fmt.Sprint(secs-1.5))
 	var rout bytes.Buffer
 	rp, _ := recv.StdoutPipe()
 	recv.Stderr = os.Stderr
 	if err := recv.Start(); err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return 0
 	}
 	defer recv.Process.Kill()
 	br := bufio.NewReader(rp)
 	if _, err := br.ReadString('\n'); err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return 0
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs+20)*time.Second)
 	defer cancel()
@@ -356,20 +362,23 @@ func (n *vifNet) measure(t *testing.T, port int, secs float64, attach func(pid i
 	in, _ := send.StdinPipe()
 	send.Stderr = os.Stderr
 	if err := send.Start(); err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return 0
 	}
 	// nsenter execs bash: the pid is bash's
 	attach(send.Process.Pid)
 	in.Write([]byte("go\n"))
 	if err := send.Wait(); err != nil {
-		t.Fatalf("sender: %v", err)
+		t.Errorf("sender: %v", err)
+		return 0
 	}
 	last, _ := br.ReadString('\n')
 	rout.WriteString(last)
 	recv.Wait()
 	bps, err := strconv.ParseFloat(strings.TrimSpace(rout.String()), 64)
 	if err != nil {
-		t.Fatalf("receiver printed %q", rout.String())
+		t.Errorf("receiver printed %q", rout.String())
+		return 0
 	}
 	return bps
 }
@@ -453,6 +462,73 @@ func TestVIFIngress(t *testing.T) {
 	if st := read(t, web+"/stats"); strings.Contains(st, "in_bytes=0 ") {
 		t.Errorf("stats show nothing in: %q", st)
 	}
+}
+
+// TestVIFWeights: two fair siblings under a 6mbit shaper share it 2:1
+// by weight while both send (seed 003's Figure 8, VIF 1 and 2).
+func TestVIFWeights(t *testing.T) {
+	n := newVIFNet(t)
+	m := n.mount(t)
+	v3 := m.P("vif/va/v3")
+	for _, d := range []string{v3, v3 + "/v1", v3 + "/v2"} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustWrite(t, v3+"/rate", "6mbit")
+	mustWrite(t, v3+"/mode", "shape")
+	mustWrite(t, v3+"/v1/weight", "2")
+	got := make([]float64, 2)
+	done := make(chan int)
+	for i, v := range []string{"v1", "v2"} {
+		go func() {
+			got[i] = n.measure(t, 5500+i, 5, func(pid int) {
+				if err := os.Symlink(v3+"/"+v, m.P(fmt.Sprintf("proc/%d/va", pid))); err != nil {
+					t.Error(err)
+				}
+			})
+			done <- i
+		}()
+	}
+	<-done
+	<-done
+	t.Logf("v1 (weight 2) %.2f Mbit/s, v2 (weight 1) %.2f Mbit/s", got[0]/1e6, got[1]/1e6)
+	if got[1] == 0 || got[0]/got[1] < 1.5 || got[0]/got[1] > 2.7 || got[0]+got[1] > 1.1*6e6 {
+		t.Errorf("v1:v2 = %.2f:%.2f Mbit/s, want about 4:2", got[0]/1e6, got[1]/1e6)
+	}
+}
+
+// TestVIFForeignQdisc: an interface whose root qdisc someone else made
+// is refused (EBUSY, the log says why) and left as it was.
+func TestVIFForeignQdisc(t *testing.T) {
+	n := newVIFNet(t)
+	l, err := n.handle.LinkByName("va")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbf := &netlink.Tbf{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Handle: netlink.MakeHandle(0x42, 0), Parent: netlink.HANDLE_ROOT},
+		Rate: 1e6, Limit: 100000, Buffer: 10000}
+	if err := n.handle.QdiscAdd(tbf); err != nil {
+		t.Fatal(err)
+	}
+	m := n.mount(t)
+	if err := os.Mkdir(m.P("vif/va/web"), 0o755); !errors.Is(err, syscall.EBUSY) {
+		t.Errorf("mkdir on an interface with a tbf root qdisc: %v, want EBUSY", err)
+	}
+	if !strings.Contains(readFile(m.Log), "that wirefs did not make") {
+		t.Errorf("the log does not say why:\n%s", tail(readFile(m.Log), 1500))
+	}
+	qs, _ := n.handle.QdiscList(l)
+	found := false
+	for _, q := range qs {
+		if q.Attrs().Parent == netlink.HANDLE_ROOT {
+			found = q.Type() == "tbf" && q.Attrs().Handle == netlink.MakeHandle(0x42, 0)
+		}
+	}
+	if !found {
+		t.Errorf("the tbf qdisc was touched: %v", qs)
+	}
+	n.checkNoIngress(t, "after the refusal")
 }
 
 func mustWrite(t *testing.T, path, value string) {

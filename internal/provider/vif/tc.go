@@ -27,8 +27,10 @@ const rootID = 1
 func handle(minor uint16) uint32 { return netlink.MakeHandle(Major, minor) }
 
 // quantumUnit is the HTB quantum of weight 1: HTB shares the spare
-// bandwidth among siblings in proportion to their quanta.
-const quantumUnit = 1514
+// bandwidth among siblings in proportion to their quanta (deficit round
+// robin), which holds only when a quantum is at least the largest packet:
+// 64 KiB, a GSO packet.
+const quantumUnit = 65536
 
 // leafRate is the guarantee of a VIF's own leaf: tiny, so that it takes
 // the VIF's bandwidth only by borrowing, weighted as its children.

@@ -27,8 +27,7 @@ const (
 // that priority VIFs can be put before or after them.
 const fairPrio = 3
 
-// maxWeight bounds weight: HTB's quantum (weight × 1514 bytes) should
-// stay below 200000.
+// maxWeight bounds weight (HTB's quantum is weight × 64 KiB).
 const maxWeight = 100
 
 // VIF is one virtual network interface: an HTB class of its interface.
@@ -39,7 +38,7 @@ type VIF struct {
 	id       uint16
 	children map[string]*VIF
 
-	rate, ceil uint64 // bits/s, as written
+	rate, ceil uint64 // bits/s, as written; ceil 0: the parent's
 	weight     uint32
 	prio       uint32
 	mode       string
@@ -69,7 +68,7 @@ func newVIF(ifc *iface, parent *VIF, name string, id uint16, uid, gid uint32) *V
 		v.files[f] = m
 	}
 	if parent != nil {
-		v.rate, v.ceil = leafRate, parent.effCeil()
+		v.rate = leafRate // ceil 0: the parent's, following it
 	}
 	return v
 }
@@ -82,13 +81,9 @@ func (v *VIF) path() string {
 	return v.parent.path() + "/" + v.name
 }
 
-// effCeil is the limit the kernel enforces: a shaper's is its rate.
-func (v *VIF) effCeil() uint64 {
-	if v.mode == ModeShape {
-		return v.rate
-	}
-	return v.ceil
-}
+// effCeil is the limit the kernel enforces: a shaper's is its rate, an
+// unset ceil is the parent's.
+func (v *VIF) effCeil() uint64 { return v.params().effCeil(v.parent) }
 
 func (v *VIF) htbPrio() uint32 {
 	if v.mode == ModePriority {
@@ -108,9 +103,12 @@ func (v *VIF) params() params {
 	return params{rate: v.rate, ceil: v.ceil, weight: v.weight, prio: v.prio, mode: v.mode}
 }
 
-func (q params) effCeil() uint64 {
-	if q.mode == ModeShape {
+func (q params) effCeil(parent *VIF) uint64 {
+	switch {
+	case q.mode == ModeShape:
 		return q.rate
+	case q.ceil == 0 && parent != nil:
+		return parent.effCeil()
 	}
 	return q.ceil
 }
@@ -119,8 +117,8 @@ func (q params) effCeil() uint64 {
 // than its parent gives (seed 003's protection with inheritance), and
 // cannot take from its children what they were given.
 func (v *VIF) check(q params) error {
-	if q.mode != ModeShape && q.rate > q.ceil {
-		return fmt.Errorf("rate %s is above ceil %s", FormatRate(q.rate), FormatRate(q.ceil))
+	if q.rate > q.effCeil(v.parent) {
+		return fmt.Errorf("rate %s is above ceil %s", FormatRate(q.rate), FormatRate(q.effCeil(v.parent)))
 	}
 	if q.weight < 1 || q.weight > maxWeight {
 		return fmt.Errorf("weight %d is not within 1..%d", q.weight, maxWeight)
@@ -129,13 +127,13 @@ func (v *VIF) check(q params) error {
 		return fmt.Errorf("priority %d is not within 0..7", q.prio)
 	}
 	if p := v.parent; p != nil {
-		if q.effCeil() > p.effCeil() {
-			return fmt.Errorf("ceil %s is above the ceil of %s, %s: a VIF cannot ask more than its parent", FormatRate(q.effCeil()), p.path(), FormatRate(p.effCeil()))
+		if q.effCeil(p) > p.effCeil() {
+			return fmt.Errorf("ceil %s is above the ceil of %s, %s: a VIF cannot ask more than its parent", FormatRate(q.effCeil(p)), p.path(), FormatRate(p.effCeil()))
 		}
-		sum := q.rate
+		sum := guaranteed(q.rate)
 		for _, s := range p.children {
 			if s != v {
-				sum += s.rate
+				sum += guaranteed(s.rate)
 			}
 		}
 		if sum > p.rate {
@@ -144,15 +142,28 @@ func (v *VIF) check(q params) error {
 	}
 	var sum uint64
 	for _, c := range v.children {
-		sum += c.rate
-		if c.effCeil() > q.effCeil() {
-			return fmt.Errorf("%s's ceil %s would be above %s's %s: lower the child first", c.path(), FormatRate(c.effCeil()), v.path(), FormatRate(q.effCeil()))
+		sum += guaranteed(c.rate)
+		if follows(c) {
+			continue // its ceil is v's
+		}
+		if c.effCeil() > q.effCeil(v.parent) {
+			return fmt.Errorf("%s's ceil %s would be above %s's %s: lower the child first", c.path(), FormatRate(c.effCeil()), v.path(), FormatRate(q.effCeil(v.parent)))
 		}
 	}
 	if sum > q.rate {
 		return fmt.Errorf("%s's children have rates adding up to %s, above %s", v.path(), FormatRate(sum), FormatRate(q.rate))
 	}
 	return nil
+}
+
+// guaranteed is what a rate takes from its parent's: the default rate
+// (leafRate, HTB's token minimum) guarantees nothing and takes nothing,
+// so that any number of VIFs can be made under a parent of any rate.
+func guaranteed(rate uint64) uint64 {
+	if rate <= leafRate {
+		return 0
+	}
+	return rate
 }
 
 // set parses the value written to the parameter file name and returns
@@ -262,8 +273,9 @@ func (v *VIF) classes(q params) (vifClass, leaf class) {
 	if v.parent != nil {
 		parent = v.parent.id
 	}
-	vifClass = class{ifindex: v.ifc.index, id: v.id, parent: parent, rate: q.rate, ceil: q.effCeil()}
-	leaf = class{ifindex: v.ifc.index, id: v.id | selfBit, parent: v.id, rate: min(leafRate, q.rate), ceil: q.effCeil(),
+	ceil := q.effCeil(v.parent)
+	vifClass = class{ifindex: v.ifc.index, id: v.id, parent: parent, rate: q.rate, ceil: ceil}
+	leaf = class{ifindex: v.ifc.index, id: v.id | selfBit, parent: v.id, rate: min(leafRate, q.rate), ceil: ceil,
 		quantum: q.weight * quantumUnit, prio: htbPrioOf(q)}
 	return
 }
@@ -308,6 +320,35 @@ func (p *Provider) apply(v *VIF, q params) error {
 	}
 	v.rate, v.ceil, v.weight, v.prio, v.mode = q.rate, q.ceil, q.weight, q.prio, q.mode
 	v.mtime = time.Now()
+	return p.refollow(v)
+}
+
+// follows reports whether c's ceil is its parent's.
+func follows(c *VIF) bool { return c.ceil == 0 && c.mode != ModeShape }
+
+// refollow gives the descendants of v whose ceil is their parent's the
+// ceil v now has.
+func (p *Provider) refollow(v *VIF) error {
+	for _, c := range v.children {
+		if !follows(c) {
+			continue
+		}
+		if v.ifc.up {
+			cc, l := c.classes(c.params())
+			for _, dev := range c.ifc.devs() {
+				cc.ifindex, l.ifindex = dev, dev
+				if err := changeClass(cc); err != nil {
+					return ns.Errorf(syscall.EIO, "vif %s: change class: %v", c.path(), err)
+				}
+				if err := changeClass(l); err != nil {
+					return ns.Errorf(syscall.EIO, "vif %s: change class: %v", c.path(), err)
+				}
+			}
+		}
+		if err := p.refollow(c); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

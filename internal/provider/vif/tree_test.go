@@ -25,7 +25,7 @@ func tree() (root, web, api *VIF) {
 
 func TestSet(t *testing.T) {
 	_, web, api := tree()
-	if api.rate != leafRate || api.ceil != 20e6 || api.mode != ModeFair || api.weight != 1 {
+	if api.rate != leafRate || api.effCeil() != 20e6 || api.mode != ModeFair || api.weight != 1 {
 		t.Fatalf("a new VIF's defaults: %+v", api.params())
 	}
 	for _, c := range []struct {
