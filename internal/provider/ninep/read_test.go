@@ -1,0 +1,40 @@
+package ninep
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"wirefs/internal/remote"
+	"wirefs/internal/remote/remotetest"
+	"wirefs/internal/testsrv"
+)
+
+// TestRead runs the read suite of every protocol against diod.
+func TestRead(t *testing.T) {
+	exp := exportDir(t)
+	srv := testsrv.StartDiod(t, exp)
+	var dirs atomic.Int64
+	remotetest.Read(t, remotetest.Reader{
+		Dial: func(t *testing.T, timeout time.Duration) remote.Backend {
+			b, err := Dial(t.Context(), srv.Addr, remote.Options{Timeout: timeout})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		},
+		Dir: func(t *testing.T) string {
+			dir := filepath.Join(exp, "r"+strconv.FormatInt(dirs.Add(1), 10))
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		},
+		Path:   func(local string) string { return local },
+		Pause:  srv.Pause,
+		Resume: srv.Resume,
+	})
+}
