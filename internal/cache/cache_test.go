@@ -206,7 +206,12 @@ func TestDelayedWriteBackCoalesces(t *testing.T) {
 		t.Fatalf("with T_write > 0 the server got %q at close", got)
 	}
 	waitFor(t, "the delayed write-back", hasContent(b, "/d", last))
-	time.Sleep(100 * time.Millisecond)
+	// Nothing is left to send (another write-back would be pending).
+	waitFor(t, "an empty .wirefs/writeback", func() bool {
+		var status strings.Builder
+		c.WriteStatus(&status)
+		return status.Len() == 0
+	})
 	if s := b.writes(); s != 1 {
 		t.Fatalf("%d write-backs for three closes within T_write, want 1", s)
 	}
