@@ -3,9 +3,9 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"errors"
 	"crypto/rand"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -426,5 +426,43 @@ echo ready; read _ ; cat "$M/splice/$n/status"`
 	r = proc.wait(t, 10*time.Second)
 	if !regexp.MustCompile(`(?m)^done 1048576 `).MatchString(r.Stdout) {
 		t.Errorf("forwarder: %s", r)
+	}
+}
+
+// The ctl interface under wirefs run (the catcher door): a shell splices
+// a file to a socket with no mount and no new tool.
+func TestSpliceCtlUnderRun(t *testing.T) {
+	needCatch(t)
+	data := randomData(2<<20 + 1)
+	src := writeTemp(t, data)
+	p := listenPeer(t)
+	got := p.receive()
+	// The shell holds the clone until the status says done (a loop of
+	// reads, no sleep), then reports it.
+	script := `exec 3<>/net/splice/clone && read n <&3 &&
+echo "from $1 to $2" > /net/splice/$n/ctl || exit 1
+for i in $(seq 100000); do read -r st rest < /net/splice/$n/status; [ "$st" = running ] || break; done
+echo "$st $rest"`
+	r := catchRun(t, t.TempDir(), script, src, p.name())
+	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "done 2097153 ") {
+		t.Fatalf("%s", r)
+	}
+	b := <-got
+	equalSum(t, "ctl under run", b, data)
+}
+
+// Permission refusals: an ordinary user cannot splice from a file only
+// root may read; the message and exit status are cp's.
+func TestSplicePermission(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the splice as another user")
+	}
+	secret := writeTemp(t, []byte("root only"))
+	os.Chmod(secret, 0o600)
+	os.Chmod(filepath.Dir(secret), 0o755)
+	r := run(t, 20*time.Second, "", "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+		wirefsBin, "splice", "-q", secret, "/dev/null")
+	if r.Code != 1 || r.Stderr != "wirefs splice: open "+secret+": Permission denied\n" {
+		t.Errorf("nobody splicing root's file: %s", r)
 	}
 }

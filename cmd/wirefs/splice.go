@@ -135,18 +135,40 @@ func runSplice(c *cobra.Command, reg *protocols.Registry, o *spliceOptions, args
 		fmt.Fprintf(stderr, "wirefs splice: %s (going on)\n", describe(err))
 	}
 
-	var moved int64
-	switch {
-	case o.both && o.fork:
-		moved, err = forkRelay(ctx, op, args[0], args[1], opts, stderr)
-	case o.both:
-		moved, err = relay(ctx, op, args[0], args[1], opts, stderr, o.quiet)
-	case o.merge:
-		moved, err = merge(ctx, op, args[:len(args)-1], args[len(args)-1], opts, stderr, o.quiet)
-	default:
-		moved, err = split(ctx, op, args[0], args[1:], opts, stderr, o.quiet)
+	type result struct {
+		moved int64
+		err   error
 	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		switch {
+		case o.both && o.fork:
+			r.moved, r.err = forkRelay(ctx, op, args[0], args[1], opts, stderr)
+		case o.both:
+			r.moved, r.err = relay(ctx, op, args[0], args[1], opts, stderr, o.quiet)
+		case o.merge:
+			r.moved, r.err = merge(ctx, op, args[:len(args)-1], args[len(args)-1], opts, stderr, o.quiet)
+		default:
+			r.moved, r.err = split(ctx, op, args[0], args[1:], opts, stderr, o.quiet)
+		}
+		done <- r
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		// Every wait wakes on cancellation but a read of a terminal,
+		// which nothing can interrupt: give the rest a moment.
+		select {
+		case r = <-done:
+		case <-time.After(time.Second):
+			r.moved = opts.Stats.Bytes()
+		}
+	}
+	moved, err := r.moved, r.err
 	if ctx.Err() != nil {
+		op.close()
 		fmt.Fprintf(stderr, "wirefs splice: interrupted: %d bytes moved\n", moved)
 		return exitStatus(130)
 	}

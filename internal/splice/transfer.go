@@ -152,13 +152,23 @@ func copyOne(ctx context.Context, src, dst *End, o Options) (int64, error) {
 	return moved + n, err
 }
 
+// fastChunk is the most one unpaced sendfile or copy_file_range asks for.
+const fastChunk = 16 << 20
+
 // fast runs one of the single-call paths (sendfile, copy_file_range):
 // step moves up to max bytes and returns 0 at the end of src. When the
 // kernel refuses the very first step, ok is false and the caller takes
 // the pipe path.
 func fast(ctx context.Context, name string, src, dst *End, o Options,
 	step func(max int) (int, error)) (moved int64, err error, ok bool) {
+	// Unpaced, one call may move much more than a block: the kernel
+	// loops inside it (up to what the socket buffer takes), as a C
+	// sendfile loop would; it still returns often enough to see a
+	// cancellation.
 	block := o.block()
+	if o.Pacer == nil {
+		block = fastChunk
+	}
 	for {
 		chunk := o.Pacer.chunk(block)
 		n, err := step(chunk)

@@ -1,0 +1,87 @@
+/* peer: the C ends of bench/splice/run.sh.
+ *   peer sink PORT READYFD      accept one client, read to EOF, print "bytes seconds"
+ *                               (from accept to EOF); writes "r\n" to READYFD once listening
+ *   peer rw FILE HOST PORT      read(2)/write(2) loop, 64 KiB
+ *   peer sendfile FILE HOST PORT  sendfile(2) loop
+ * Clients retry connect for 5 s (the relay under test may still be starting). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void die(const char *what) { perror(what); exit(1); }
+
+static int dial(const char *host, int port) {
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+	inet_pton(AF_INET, host, &a.sin_addr);
+	double until = now() + 5;
+	for (;;) {
+		int s = socket(AF_INET, SOCK_STREAM, 0);
+		if (connect(s, (void *)&a, sizeof a) == 0) return s;
+		close(s);
+		if (now() > until) die("connect");
+		usleep(1000);
+	}
+}
+
+int main(int argc, char **argv) {
+	if (argc == 4 && !strcmp(argv[1], "sink")) {
+		int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(atoi(argv[2]))};
+		if (bind(l, (void *)&a, sizeof a) || listen(l, 16)) die("listen");
+		int r = atoi(argv[3]);
+		if (write(r, "r\n", 2) != 2) die("ready");
+		close(r);
+		int c = accept(l, 0, 0);
+		if (c < 0) die("accept");
+		double t0 = now();
+		static char buf[256 << 10];
+		long long total = 0;
+		ssize_t n;
+		while ((n = read(c, buf, sizeof buf)) > 0) total += n;
+		printf("%lld %.6f\n", total, now() - t0);
+		return 0;
+	}
+	if (argc == 5) {
+		int f = open(argv[2], O_RDONLY);
+		if (f < 0) die("open");
+		int s = dial(argv[3], atoi(argv[4]));
+		if (!strcmp(argv[1], "rw")) {
+			static char buf[64 << 10];
+			ssize_t n;
+			while ((n = read(f, buf, sizeof buf)) > 0)
+				for (ssize_t o = 0; o < n;) {
+					ssize_t w = write(s, buf + o, n - o);
+					if (w < 0) die("write");
+					o += w;
+				}
+		} else if (!strcmp(argv[1], "sendfile")) {
+			struct stat st;
+			fstat(f, &st);
+			off_t off = 0;
+			while (off < st.st_size)
+				if (sendfile(s, f, &off, st.st_size - off) < 0) die("sendfile");
+		} else {
+			return 2;
+		}
+		close(s);
+		return 0;
+	}
+	fprintf(stderr, "usage: peer sink PORT READYFD | peer rw|sendfile FILE HOST PORT\n");
+	return 2;
+}
