@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -404,7 +405,7 @@ func TestSignalsForwarded(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(300 * time.Millisecond) // let it exec
+			waitForExec(t, cmd.Process.Pid, "sleep")
 			start := time.Now()
 			syscall.Kill(cmd.Process.Pid, sig)
 			err := cmd.Wait()
@@ -636,7 +637,7 @@ func TestSupervisorDies(t *testing.T) {
 			t.Fatal(err)
 		}
 		pw.Close()
-		time.Sleep(300 * time.Millisecond)
+		waitForExec(t, cmd.Process.Pid, "sleep") // the command runs, caught
 		syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 		done := make(chan string)
@@ -695,4 +696,37 @@ func TestWirefsBinary(t *testing.T) {
 	if string(got) != "hello binary\n" {
 		t.Errorf("--prefix: %q", got)
 	}
+}
+
+// waitForExec waits until a descendant of pid runs name (its exec done):
+// the supervisor and its filter are in place then. The kernel reports no
+// such event, so this looks at /proc.
+func waitForExec(t *testing.T, pid int, name string) {
+	t.Helper()
+	for deadline := time.Now().Add(opTimeout); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if runsBelow(pid, name) {
+			return
+		}
+	}
+	t.Fatalf("no descendant of %d ran %s", pid, name)
+}
+
+func runsBelow(pid int, name string) bool {
+	// Each thread lists the children it forked.
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var kids []string
+	for _, file := range files {
+		b, _ := os.ReadFile(file)
+		kids = append(kids, strings.Fields(string(b))...)
+	}
+	for _, f := range kids {
+		child, _ := strconv.Atoi(f)
+		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", child)); strings.TrimSpace(string(comm)) == name {
+			return true
+		}
+		if runsBelow(child, name) {
+			return true
+		}
+	}
+	return false
 }
