@@ -531,6 +531,60 @@ func TestVIFForeignQdisc(t *testing.T) {
 	n.checkNoIngress(t, "after the refusal")
 }
 
+// TestVIFSocket: one socket of a running, unattached process is
+// attached (proc/PID/sockets/FD/IFACE) and from then on sends at its
+// VIF's rate.
+func TestVIFSocket(t *testing.T) {
+	n := newVIFNet(t)
+	m := n.mount(t)
+	web := m.P("vif/va/web")
+	if err := os.Mkdir(web, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, web+"/rate", "3mbit")
+	mustWrite(t, web+"/mode", "shape")
+	recv := n.cmd(n.b, python, "-c", vifReceiver, n.addrB, "5601", "3")
+	rp, _ := recv.StdoutPipe()
+	if err := recv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer recv.Process.Kill()
+	br := bufio.NewReader(rp)
+	br.ReadString('\n')
+	send := n.cmd(n.a, python, "-c", vifSender, n.addrB, "5601", "5.5")
+	if err := send.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := send.Process.Pid
+	var fds []os.DirEntry
+	waitFor(2*time.Second, func() bool {
+		fds, _ = os.ReadDir(m.P(fmt.Sprintf("proc/%d/sockets", pid)))
+		return len(fds) == 1
+	})
+	if len(fds) != 1 {
+		t.Fatalf("proc/%d/sockets = %v, want the sender's one socket", pid, fds)
+	}
+	link := m.P(fmt.Sprintf("proc/%d/sockets/%s/va", pid, fds[0].Name()))
+	if err := os.Symlink(web, link); err != nil {
+		t.Fatalf("attach the socket: %v", err)
+	}
+	if got, err := os.Readlink(link); err != nil || got != "../../../../vif/va/web" {
+		t.Errorf("readlink %s = %q, %v", link, got, err)
+	}
+	if err := send.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := br.ReadString('\n')
+	got, err := strconv.ParseFloat(strings.TrimSpace(line), 64)
+	if err != nil {
+		t.Fatalf("receiver printed %q", line)
+	}
+	t.Logf("a socket attached on its own: %.2f Mbit/s through a 3mbit VIF", got/1e6)
+	if got < 0.7*3e6 || got > 1.3*3e6 {
+		t.Errorf("a socket attached to a 3mbit VIF sent %.2f Mbit/s", got/1e6)
+	}
+}
+
 func mustWrite(t *testing.T, path, value string) {
 	t.Helper()
 	if err := write(path, value); err != nil {

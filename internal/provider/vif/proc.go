@@ -87,6 +87,9 @@ func target(v *VIF) string { return "../../vif/" + v.path() }
 func (d *procDir) Lookup(ctx context.Context, name string) (ns.Node, error) {
 	d.p.mu.Lock()
 	defer d.p.mu.Unlock()
+	if name == "sockets" {
+		return &socketsDir{p: d.p, pid: d.pid, uid: d.uid}, nil
+	}
 	if e, ok := d.p.pending[d.pid][name]; ok {
 		return &linkNode{p: d.p, pid: d.pid, uid: d.uid, st: e.st}, nil
 	}
@@ -101,7 +104,7 @@ func (d *procDir) Lookup(ctx context.Context, name string) (ns.Node, error) {
 func (d *procDir) ReadDir(ctx context.Context) ([]ns.DirEntry, error) {
 	d.p.mu.Lock()
 	defer d.p.mu.Unlock()
-	var out []ns.DirEntry
+	out := []ns.DirEntry{{Name: "sockets", Attr: ns.Attr{Mode: os.ModeDir | 0o755, Uid: d.uid}}}
 	if g := d.p.groupOfPid(d.pid); g != nil {
 		for name := range g.vifs {
 			out = append(out, ns.DirEntry{Name: name, Attr: ns.Attr{Mode: os.ModeSymlink | 0o777, Uid: d.uid}})

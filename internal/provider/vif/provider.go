@@ -63,6 +63,7 @@ type Provider struct {
 	// origin is the cgroup each attached process came from.
 	origin    map[int]string
 	nextGroup int
+	nextID    uint16 // the next VIF number to try (all interfaces)
 	// pending are ln -sf's temporary links, by pid and name.
 	pending map[int]map[string]pendingEntry
 	closed  bool
@@ -80,7 +81,7 @@ func New(o Options) *Provider {
 	if o.RunDir == "" {
 		o.RunDir = "/run/wirefs"
 	}
-	p := &Provider{o: o, log: o.Log, ifaces: map[string]*iface{}, groups: map[string]*group{}, origin: map[int]string{}}
+	p := &Provider{o: o, log: o.Log, ifaces: map[string]*iface{}, groups: map[string]*group{}, origin: map[int]string{}, nextID: rootID + 1}
 	if err := p.start(); err != nil {
 		p.err = err
 		p.log.Info("vif: virtual network interfaces are read-only", "why", err.Error())
@@ -257,7 +258,6 @@ type iface struct {
 	index int
 	root  *VIF
 	byID  map[uint16]*VIF
-	next  uint16
 	up    bool // wirefs's HTB is on it
 	ifb   int  // the index of its IFB (ingress), 0: none
 }
@@ -284,7 +284,7 @@ func (p *Provider) ifaceLocked(name string) (*iface, error) {
 	if err != nil {
 		return nil, ns.Errorf(syscall.ENOENT, "no interface %s", name)
 	}
-	ifc := &iface{name: name, index: l.Attrs().Index, byID: map[uint16]*VIF{}, next: rootID + 1}
+	ifc := &iface{name: name, index: l.Attrs().Index, byID: map[uint16]*VIF{}}
 	r := linkRate(name)
 	ifc.root = newVIF(ifc, nil, name, rootID, 0, 0)
 	ifc.root.rate, ifc.root.ceil = r, r

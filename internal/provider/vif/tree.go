@@ -367,7 +367,7 @@ func (p *Provider) mkdir(parent *VIF, name string, uid, gid uint32, perm os.File
 	if err := p.ensureUp(ifc); err != nil {
 		return nil, err
 	}
-	id, err := ifc.newID()
+	id, err := p.newID()
 	if err != nil {
 		return nil, err
 	}
@@ -385,18 +385,29 @@ func (p *Provider) mkdir(parent *VIF, name string, uid, gid uint32, perm os.File
 	return v, nil
 }
 
-func (ifc *iface) newID() (uint16, error) {
-	for i := 0; i < selfBit; i++ {
-		id := ifc.next
-		ifc.next++
-		if ifc.next >= selfBit {
-			ifc.next = rootID + 1
+// newID numbers a new VIF. Numbers are unique across interfaces, so a
+// socket's priority (per-socket attach) names one VIF on one interface
+// and no class elsewhere.
+func (p *Provider) newID() (uint16, error) {
+	used := func(id uint16) bool {
+		for _, ifc := range p.ifaces {
+			if _, ok := ifc.byID[id]; ok {
+				return true
+			}
 		}
-		if _, used := ifc.byID[id]; !used && id > rootID {
+		return false
+	}
+	for i := 0; i < selfBit; i++ {
+		id := p.nextID
+		p.nextID++
+		if p.nextID >= selfBit {
+			p.nextID = rootID + 1
+		}
+		if id > rootID && !used(id) {
 			return id, nil
 		}
 	}
-	return 0, ns.Errorf(syscall.ENOSPC, "%s has %d VIFs, the most HTB can number", ifc.name, selfBit-2)
+	return 0, ns.Errorf(syscall.ENOSPC, "%d VIFs, the most HTB can number", selfBit-2)
 }
 
 // rmdir removes v: it must have no children and no processes.

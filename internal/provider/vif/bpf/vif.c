@@ -54,22 +54,24 @@ int wirefs_vif_out(struct __sk_buff *skb)
 {
 	struct key k = {.cgroup = bpf_skb_cgroup_id(skb), .ifindex = skb->ifindex};
 	__u32 *classid = bpf_map_lookup_elem(&wirefs_vif, &k);
+	__u32 cls = 0;
+	if ((skb->priority >> 16) == MAJOR)
+		cls = skb->priority; // the socket's own VIF (SO_PRIORITY)
+	else if (classid)
+		cls = skb->priority = *classid;
 	struct bpf_sock *sk = skb->sk;
 	if (sk)
 		sk = bpf_sk_fullsock(sk);
-	if (!classid) {
-		if (sk)
-			bpf_sk_storage_delete(&wirefs_sk, sk);
+	if (!sk)
+		return 1;
+	if (!cls) {
+		bpf_sk_storage_delete(&wirefs_sk, sk);
 		return 1;
 	}
-	if ((skb->priority >> 16) != MAJOR)
-		skb->priority = *classid;
-	if (sk) {
-		struct sk_class *c = bpf_sk_storage_get(&wirefs_sk, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-		if (c) {
-			c->classid = *classid;
-			c->ifindex = skb->ifindex;
-		}
+	struct sk_class *c = bpf_sk_storage_get(&wirefs_sk, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (c) {
+		c->classid = cls;
+		c->ifindex = skb->ifindex;
 	}
 	return 1;
 }
