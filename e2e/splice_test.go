@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"wirefs/internal/testsrv"
 )
 
 // wirefs splice, run as the built binary with no mount: the ends are real
@@ -465,4 +467,31 @@ func TestSplicePermission(t *testing.T) {
 	if r.Code != 1 || r.Stderr != "wirefs splice: open "+secret+": Permission denied\n" {
 		t.Errorf("nobody splicing root's file: %s", r)
 	}
+}
+
+// A remote file (sftp, the test sshd) → socket, twice (the second read
+// comes from the cache), and socket → a new remote file.
+func TestSpliceSFTP(t *testing.T) {
+	s := testsrv.StartSSHD(t)
+	root, _ := serverTree(t)
+	home := sshHome(t, s, true)
+	data := randomData(3<<20 + 5)
+	if err := os.WriteFile(filepath.Join(root, "big.bin"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_CACHE_HOME=" + t.TempDir()}
+	splice := func(args ...string) Result {
+		return run(t, 60*time.Second, "", "env", append(append(env, wirefsBin, "splice", "-q"), args...)...)
+	}
+	for i := range 2 {
+		p := listenPeer(t)
+		got := p.receive()
+		mustOK(t, "sftp → socket", splice("sftp/testhost"+root+"/big.bin", p.name()))
+		equalSum(t, fmt.Sprintf("sftp → socket, run %d", i+1), <-got, data)
+	}
+	p := listenPeer(t)
+	p.send(data)
+	mustOK(t, "socket → sftp", splice(p.name(), "sftp://testhost"+root+"/up.bin"))
+	b, _ := os.ReadFile(filepath.Join(root, "up.bin"))
+	equalSum(t, "socket → sftp", b, data)
 }

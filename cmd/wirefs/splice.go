@@ -290,6 +290,7 @@ func progress(w io.Writer, quiet bool, size int64, st *splice.Stats) func() {
 	bar := progressbar.NewOptions64(size,
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowCount(),
 		progressbar.OptionSetDescription("splice"),
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionSetPredictTime(size > 0),
