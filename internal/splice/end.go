@@ -106,7 +106,10 @@ func Kernel(name string, obj deadliner) (*End, error) {
 	default:
 		e.kind = kindStream
 	}
-	if e.kind == kindStream && !nonblock {
+	// A character device that the poller refused (/dev/null, /dev/zero,
+	// a terminal) stays a kernel end: such devices do not block, or
+	// refuse splice and are copied through their fd.
+	if e.kind == kindStream && !nonblock && st.Mode&unix.S_IFMT != unix.S_IFCHR {
 		// A blocking fd could not be woken: copy it in user space
 		// through its file, whose calls the poller cannot interrupt
 		// either, so say so in the name of the mode.
