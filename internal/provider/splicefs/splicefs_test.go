@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -193,4 +194,64 @@ func TestKeepAndRmdir(t *testing.T) {
 		t.Errorf("splice/1 after rmdir: %v", err)
 	}
 	p.Close()
+}
+
+// Seed 002's Figures 1 and 2: an interface controlled remotely, and
+// interfaces controlling each other. Splice 2 moves what a controller
+// writes (a FIFO here, a socket as well) into splice 1's ctl: the line
+// "pause" arriving on it pauses splice 1.
+func TestSpliceControlsSplice(t *testing.T) {
+	names := ns.New()
+	p := New(names, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	names.Mount("splice", p.Dir())
+	root := p.Dir()
+	dir := t.TempDir()
+	fifo := func(name string) (string, *os.File) {
+		path := filepath.Join(dir, name)
+		syscall.Mkfifo(path, 0o600)
+		f, _ := os.OpenFile(path, os.O_RDWR, 0) // writer end for the test
+		t.Cleanup(func() { f.Close() })
+		return path, f
+	}
+	data, dataW := fifo("data")
+	ctl, ctlW := fifo("ctl")
+	start := func(line string) ns.Handle {
+		h, _ := openFile(t, root, "clone", me, os.O_RDWR)
+		n := strings.TrimSpace(readAll(t, h))
+		d, _ := root.Lookup(context.Background(), n)
+		c, _ := openFile(t, d.(ns.Dir), "ctl", me, os.O_WRONLY)
+		if _, err := c.(ns.Writer).Write(context.Background(), []byte(line)); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		return h
+	}
+	h1 := start("from " + data + " to " + filepath.Join(dir, "out") + "\n")
+	h2 := start("from " + ctl + " to splice/1/ctl\n")
+	ctlW.Write([]byte("pause\n"))
+	j1 := p.lookup(1)
+	for !j1.pacer.Paused() { // splice 2 delivers the line; no sleep, a bounded spin
+		select {
+		case <-p.lookup(2).done:
+			t.Fatalf("splice 2 ended: %s", p.lookup(2).status())
+		default:
+		}
+		runtime.Gosched()
+	}
+	st, _ := openFile(t, mustDir(t, root, "1"), "status", me, os.O_RDONLY)
+	if s := readAll(t, st); !strings.HasPrefix(s, "paused ") {
+		t.Errorf("splice 1: %q, want paused", s)
+	}
+	dataW.Write([]byte("x"))
+	h2.Close()
+	h1.Close()
+	p.Close()
+}
+
+func mustDir(t *testing.T, r ns.Dir, name string) ns.Dir {
+	n, err := r.Lookup(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n.(ns.Dir)
 }
