@@ -271,6 +271,22 @@ func TestVIFTree(t *testing.T) {
 			t.Errorf("api/%s changed from %q to %q by a refused write", c.file, before, after)
 		}
 	}
+	// HTB's 8 levels: 6 VIFs deep under the interface, no more
+	deep := root
+	for i := 1; i <= 6; i++ {
+		deep += fmt.Sprintf("/d%d", i)
+		if err := os.Mkdir(deep, 0o755); err != nil {
+			t.Fatalf("mkdir at depth %d: %v", i, err)
+		}
+	}
+	if err := os.Mkdir(deep+"/d7", 0o755); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("mkdir at depth 7: %v, want EINVAL", err)
+	}
+	for ; deep != root; deep = filepath.Dir(deep) {
+		if err := syscall.Rmdir(deep); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// a parent cannot go below what its children have
 	if err := write(web+"/ceil", "1mbit"); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("lowering web's ceil below api's: %v, want EINVAL", err)

@@ -27,6 +27,13 @@ const (
 // that priority VIFs can be put before or after them.
 const fairPrio = 3
 
+// HTB has 8 levels (TC_HTB_MAXDEPTH): the root VIF's class, one inner
+// class per VIF below it, and the leaves.
+const (
+	htbLevels  = 8
+	maxNesting = htbLevels - 2
+)
+
 // maxWeight bounds weight (HTB's quantum is weight × 64 KiB).
 const maxWeight = 100
 
@@ -362,6 +369,13 @@ func (p *Provider) mkdir(parent *VIF, name string, uid, gid uint32, perm os.File
 	}
 	if _, ok := paramFiles[name]; ok {
 		return nil, ns.Errorf(syscall.EEXIST, "%s/%s is a parameter file", parent.path(), name)
+	}
+	depth := 0
+	for a := parent; a.parent != nil; a = a.parent {
+		depth++
+	}
+	if depth >= maxNesting {
+		return nil, ns.Errorf(syscall.EINVAL, "mkdir %s/%s: VIFs nest at most %d deep under the interface (HTB has %d levels: one per VIF, the interface's and a leaf)", parent.path(), name, maxNesting, htbLevels)
 	}
 	ifc := parent.ifc
 	if err := p.ensureUp(ifc); err != nil {

@@ -1,0 +1,215 @@
+package vif
+
+import (
+	"context"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"wirefs/internal/ns"
+)
+
+// Per-socket attach (seed 003, Figure 7): proc/PID/sockets/FD/IFACE is
+// a link to the VIF of one socket of the process. The daemon takes a
+// copy of the socket (pidfd_getfd) and sets its SO_PRIORITY to the VIF's
+// leaf class, which HTB takes as the class on the interface whose VIF it
+// is (VIF numbers are unique across interfaces, so it names no class
+// elsewhere); the classifier keeps such a priority, so the socket's VIF
+// wins over its process's, and records it for the socket's incoming
+// packets. rm gives the socket back to its process's VIF (priority 0).
+
+type socketsDir struct {
+	p   *Provider
+	pid int
+	uid uint32
+}
+
+func (d *socketsDir) Volatile() bool { return true }
+
+func (d *socketsDir) Attr(ctx context.Context) (ns.Attr, error) {
+	return ns.Attr{Mode: os.ModeDir | 0o755, Uid: d.uid, Mtime: time.Now()}, nil
+}
+
+// socketFds lists pid's descriptors that are sockets.
+func socketFds(pid int) []int {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for _, e := range ents {
+		if t, err := os.Readlink(dir + "/" + e.Name()); err == nil && strings.HasPrefix(t, "socket:") {
+			if fd, err := strconv.Atoi(e.Name()); err == nil {
+				fds = append(fds, fd)
+			}
+		}
+	}
+	sort.Ints(fds)
+	return fds
+}
+
+func (d *socketsDir) ReadDir(ctx context.Context) ([]ns.DirEntry, error) {
+	var out []ns.DirEntry
+	for _, fd := range socketFds(d.pid) {
+		out = append(out, ns.DirEntry{Name: strconv.Itoa(fd), Attr: ns.Attr{Mode: os.ModeDir | 0o755, Uid: d.uid}})
+	}
+	return out, nil
+}
+
+func (d *socketsDir) Lookup(ctx context.Context, name string) (ns.Node, error) {
+	fd, err := strconv.Atoi(name)
+	if err != nil || strconv.Itoa(fd) != name {
+		return nil, ns.Errorf(syscall.ENOENT, "%q is not a descriptor", name)
+	}
+	for _, s := range socketFds(d.pid) {
+		if s == fd {
+			return &socketDir{p: d.p, pid: d.pid, uid: d.uid, fd: fd}, nil
+		}
+	}
+	return nil, ns.Errorf(syscall.ENOENT, "descriptor %d of process %d is not a socket", fd, d.pid)
+}
+
+// socketDir is proc/PID/sockets/FD.
+type socketDir struct {
+	p   *Provider
+	pid int
+	uid uint32
+	fd  int
+}
+
+var (
+	_ ns.Symlinker = (*socketDir)(nil)
+	_ ns.Remover   = (*socketDir)(nil)
+)
+
+func (d *socketDir) Volatile() bool { return true }
+
+func (d *socketDir) Attr(ctx context.Context) (ns.Attr, error) {
+	return ns.Attr{Mode: os.ModeDir | 0o755, Uid: d.uid, Mtime: time.Now()}, nil
+}
+
+// withSocket runs f on a copy of the socket.
+func withSocket(pid, fd int, f func(s int) error) error {
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return ns.Errorf(syscall.ESRCH, "process %d: %v", pid, err)
+	}
+	defer unix.Close(pidfd)
+	s, err := unix.PidfdGetfd(pidfd, fd, 0)
+	if err != nil {
+		return ns.Errorf(syscall.EBADF, "descriptor %d of process %d: %v", fd, pid, err)
+	}
+	defer unix.Close(s)
+	return f(s)
+}
+
+// vifOfSocket is the VIF the socket's priority names, or nil.
+func (d *socketDir) vifOfSocket() *VIF {
+	var prio int
+	err := withSocket(d.pid, d.fd, func(s int) error {
+		var err error
+		prio, err = unix.GetsockoptInt(s, unix.SOL_SOCKET, unix.SO_PRIORITY)
+		return err
+	})
+	if err != nil || prio>>16 != Major {
+		return nil
+	}
+	id := uint16(prio) &^ selfBit
+	for _, ifc := range d.p.ifaces {
+		if v := ifc.byID[id]; v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+func (d *socketDir) ReadDir(ctx context.Context) ([]ns.DirEntry, error) {
+	d.p.mu.Lock()
+	defer d.p.mu.Unlock()
+	if v := d.vifOfSocket(); v != nil {
+		return []ns.DirEntry{{Name: v.ifc.name, Attr: ns.Attr{Mode: os.ModeSymlink | 0o777, Uid: d.uid}}}, nil
+	}
+	return nil, nil
+}
+
+func (d *socketDir) Lookup(ctx context.Context, name string) (ns.Node, error) {
+	d.p.mu.Lock()
+	defer d.p.mu.Unlock()
+	if v := d.vifOfSocket(); v != nil && v.ifc.name == name {
+		return &fixedLink{target: "../../" + target(v), uid: d.uid}, nil
+	}
+	return nil, ns.Errorf(syscall.ENOENT, "socket %d of process %d has no VIF of its own on %s", d.fd, d.pid, name)
+}
+
+func (d *socketDir) setPriority(prio int) error {
+	return withSocket(d.pid, d.fd, func(s int) error {
+		if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_PRIORITY, prio); err != nil {
+			return ns.Errorf(syscall.EPERM, "SO_PRIORITY of socket %d of process %d: %v", d.fd, d.pid, err)
+		}
+		return nil
+	})
+}
+
+// Symlink attaches the socket to the VIF the target names (its name is
+// the interface).
+func (d *socketDir) Symlink(ctx context.Context, tgt, name string) (ns.Node, error) {
+	c := d.p.caller(ctx)
+	d.p.mu.Lock()
+	defer d.p.mu.Unlock()
+	if err := d.p.writable(); err != nil {
+		return nil, err
+	}
+	ifc, err := d.p.ifaceLocked(name)
+	if err != nil {
+		return nil, err
+	}
+	v := resolveTarget(ifc, tgt)
+	if v == nil {
+		return nil, ns.Errorf(syscall.EINVAL, "%q names no VIF of %s", tgt, name)
+	}
+	if err := d.p.mayAttach(c, d.pid, d.uid, v); err != nil {
+		return nil, err
+	}
+	if err := d.p.ensureUp(ifc); err != nil {
+		return nil, err
+	}
+	if err := d.setPriority(int(handle(v.id | selfBit))); err != nil {
+		return nil, err
+	}
+	return &fixedLink{target: "../../" + target(v), uid: d.uid}, nil
+}
+
+// Remove gives the socket back to its process's VIF.
+func (d *socketDir) Remove(ctx context.Context, name string, dir bool) error {
+	c := d.p.caller(ctx)
+	d.p.mu.Lock()
+	defer d.p.mu.Unlock()
+	v := d.vifOfSocket()
+	if v == nil || v.ifc.name != name {
+		return ns.Errorf(syscall.ENOENT, "socket %d of process %d has no VIF of its own on %s", d.fd, d.pid, name)
+	}
+	if c.Uid != 0 && c.Uid != d.uid {
+		return ns.Errorf(syscall.EPERM, "uid %d may not detach a socket of process %d (uid %d)", c.Uid, d.pid, d.uid)
+	}
+	return d.setPriority(0)
+}
+
+// fixedLink is a link whose text is known when it is made.
+type fixedLink struct {
+	target string
+	uid    uint32
+}
+
+func (l *fixedLink) Volatile() bool { return true }
+
+func (l *fixedLink) Attr(ctx context.Context) (ns.Attr, error) {
+	return ns.Attr{Mode: os.ModeSymlink | 0o777, Uid: l.uid, Size: int64(len(l.target)), Mtime: time.Now()}, nil
+}
+
+func (l *fixedLink) Readlink(ctx context.Context) (string, error) { return l.target, nil }
