@@ -17,7 +17,14 @@ func (p *Provider) VIFDir() ns.Dir { return &vifRoot{p: p} }
 
 type vifRoot struct{ p *Provider }
 
-func (r *vifRoot) Volatile() bool { return true }
+// dirTTL is how long a door may keep a VIF directory's entry and
+// attributes: a VIF changes through the mount (mkdir, rmdir, chmod
+// answer with what they did), so a second saves a LOOKUP per path
+// component of every parameter access. Parameter files stay volatile:
+// every read must reach the daemon.
+const dirTTL = time.Second
+
+func (r *vifRoot) CacheTTL() time.Duration { return dirTTL }
 
 func (r *vifRoot) Attr(ctx context.Context) (ns.Attr, error) {
 	return ns.Attr{Mode: os.ModeDir | 0o555, Mtime: time.Now()}, nil
@@ -59,7 +66,7 @@ var (
 	_ ns.Setattrer = (*vifDir)(nil)
 )
 
-func (d *vifDir) Volatile() bool { return true }
+func (d *vifDir) CacheTTL() time.Duration { return dirTTL }
 
 // alive reports whether v is still in its tree (p.mu held).
 func (p *Provider) alive(v *VIF) bool {

@@ -24,7 +24,7 @@ func (p *Provider) ProcDir() ns.Dir { return &procRoot{p: p} }
 
 type procRoot struct{ p *Provider }
 
-func (r *procRoot) Volatile() bool { return true }
+func (r *procRoot) CacheTTL() time.Duration { return dirTTL }
 
 func (r *procRoot) Attr(ctx context.Context) (ns.Attr, error) {
 	return ns.Attr{Mode: os.ModeDir | 0o555, Mtime: time.Now()}, nil
