@@ -154,7 +154,9 @@ func rootLong(reg *protocols.Registry) string {
 	text := `Under MOUNTPOINT: tcp/ and udp/ (open = connect, bind or accept; names are
 addresses as in "host:port", "8000", "[::1]:80"), dns/NAME (addresses),
 remote files in ` + strings.Join(roots, ", ") + ` (as in "sftp/me@host/home/me/src"),
-and the prefixes of ~/.config/wirefs/mounts. Manual: docs/wirefs.md.`
+vif/IFACE/ and proc/PID/IFACE (virtual network interfaces: rates, attached
+processes), and the prefixes of ~/.config/wirefs/mounts. Manual:
+docs/wirefs.md.`
 	return strings.Join(wrap(text, helpWidth-4), "\n") + "\n"
 }
 
