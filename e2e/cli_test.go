@@ -423,7 +423,7 @@ func TestCLIMountUmount(t *testing.T) {
 	t.Parallel()
 	m := mount(t, "--connect-timeout", "5s", "--dns-ttl", "1s", "-v")
 	r := mustOK(t, "ls", bash(t, m, 5*time.Second, `ls "$M"`))
-	equal(t, "ls of the mount", r.Stdout, "9p\ndns\nftp\nftps\nhttp\nhttps\nproc\nsftp\ntcp\nudp\nvif\n")
+	equal(t, "ls of the mount", r.Stdout, "9p\ndns\nftp\nftps\nhttp\nhttps\nproc\nsftp\nsplice\ntcp\nudp\nvif\n")
 	r = mustOK(t, "ls -a", bash(t, m, 5*time.Second, `ls -a "$M/.wirefs"`))
 	contains(t, "ls .wirefs", r.Stdout, "stats")
 	contains(t, "ls .wirefs", r.Stdout, "drop-caches")
