@@ -601,6 +601,52 @@ func TestVIFSocket(t *testing.T) {
 	}
 }
 
+// TestVIFExistingSockets: attaching a running process moves the sockets
+// it already has (they keep the cgroup they were made in; wirefs moves
+// them by priority), and rm moves them back.
+func TestVIFExistingSockets(t *testing.T) {
+	n := newVIFNet(t)
+	m := n.mount(t)
+	web := m.P("vif/va/web")
+	if err := os.Mkdir(web, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, web+"/rate", "3mbit")
+	mustWrite(t, web+"/mode", "shape")
+	recv := n.cmd(n.b, python, "-c", vifReceiver, n.addrB, "5701", "3")
+	rp, _ := recv.StdoutPipe()
+	if err := recv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer recv.Process.Kill()
+	br := bufio.NewReader(rp)
+	br.ReadString('\n')
+	send := n.cmd(n.a, python, "-c", vifSender, n.addrB, "5701", "5.5")
+	if err := send.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := send.Process.Pid
+	waitFor(2*time.Second, func() bool {
+		fds, _ := os.ReadDir(m.P(fmt.Sprintf("proc/%d/sockets", pid)))
+		return len(fds) == 1
+	})
+	if err := os.Symlink(web, m.P(fmt.Sprintf("proc/%d/va", pid))); err != nil {
+		t.Fatal(err)
+	}
+	if err := send.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := br.ReadString('\n')
+	got, err := strconv.ParseFloat(strings.TrimSpace(line), 64)
+	if err != nil {
+		t.Fatalf("receiver printed %q", line)
+	}
+	t.Logf("a running sender attached: %.2f Mbit/s through a 3mbit VIF", got/1e6)
+	if got < 0.7*3e6 || got > 1.3*3e6 {
+		t.Errorf("the existing socket of an attached process sent %.2f Mbit/s through a 3mbit VIF", got/1e6)
+	}
+}
+
 func mustWrite(t *testing.T, path, value string) {
 	t.Helper()
 	if err := write(path, value); err != nil {

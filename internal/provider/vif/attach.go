@@ -133,6 +133,10 @@ func (p *Provider) attach(pid int, ifc *iface, v *VIF) error {
 		return err
 	}
 	old := p.groupOfPid(pid)
+	var from *VIF
+	if old != nil {
+		from = old.vifs[ifc.name]
+	}
 	vifs := map[string]*VIF{}
 	if old != nil {
 		for n, w := range old.vifs {
@@ -175,6 +179,7 @@ func (p *Provider) attach(pid int, ifc *iface, v *VIF) error {
 	if old != nil && len(cgroupProcs(old.dir)) == 0 {
 		p.removeGroup(old)
 	}
+	p.moveSockets(pid, from, v)
 	return nil
 }
 

@@ -199,6 +199,15 @@ func (p *Provider) Close() error {
 		return nil
 	}
 	p.closed = true
+	// sockets that followed their processes lose their priority: a
+	// later daemon may number its VIFs alike
+	for _, g := range p.groups {
+		for _, pid := range cgroupProcs(g.dir) {
+			for _, v := range g.vifs {
+				p.moveSockets(pid, v, nil)
+			}
+		}
+	}
 	var errs []error
 	for _, ifc := range p.ifaces {
 		if ifc.up {

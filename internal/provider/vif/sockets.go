@@ -213,3 +213,41 @@ func (l *fixedLink) Attr(ctx context.Context) (ns.Attr, error) {
 }
 
 func (l *fixedLink) Readlink(ctx context.Context) (string, error) { return l.target, nil }
+
+// classOf is the priority that puts a socket in v (0: the root VIF, no
+// VIF of its own).
+func classOf(v *VIF) int {
+	if v == nil || v.parent == nil {
+		return 0
+	}
+	return int(handle(v.id | selfBit))
+}
+
+// moveSockets moves the process's existing IP sockets that follow it
+// from its old VIF on the interface to its new one: a socket keeps the
+// cgroup it was made in, so without this only sockets made after an
+// attach would obey it. A socket that follows its process has the
+// priority of the process's VIF (0 in the root VIF); one attached on its
+// own (another VIF's priority) stays where it is. Best effort: a socket
+// that cannot be reached is left as it was.
+func (p *Provider) moveSockets(pid int, from, to *VIF) {
+	old, new := classOf(from), classOf(to)
+	if old == new {
+		return
+	}
+	for _, fd := range socketFds(pid) {
+		err := withSocket(pid, fd, func(s int) error {
+			if dom, err := unix.GetsockoptInt(s, unix.SOL_SOCKET, unix.SO_DOMAIN); err != nil || (dom != unix.AF_INET && dom != unix.AF_INET6) {
+				return nil
+			}
+			prio, err := unix.GetsockoptInt(s, unix.SOL_SOCKET, unix.SO_PRIORITY)
+			if err != nil || prio != old {
+				return err
+			}
+			return unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_PRIORITY, new)
+		})
+		if err != nil {
+			p.log.Debug("vif: a socket stays in its VIF", "pid", pid, "fd", fd, "err", err)
+		}
+	}
+}
