@@ -3,6 +3,10 @@
  *                               (from accept to EOF); writes "r\n" to READYFD once listening
  *   peer rw FILE HOST PORT      read(2)/write(2) loop, 64 KiB
  *   peer sendfile FILE HOST PORT  sendfile(2) loop
+ *   peer server PORT READYFD    accept loop: read each client to EOF, answer "ok", close
+ *   peer conns N HOST PORT      N short requests one after another (connect, 100 bytes,
+ *                               shut down the write side, read the answer, close); prints
+ *                               requests per second
  * Clients retry connect for 5 s (the relay under test may still be starting). */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -55,6 +59,39 @@ int main(int argc, char **argv) {
 		ssize_t n;
 		while ((n = read(c, buf, sizeof buf)) > 0) total += n;
 		printf("%lld %.6f\n", total, now() - t0);
+		return 0;
+	}
+	if (argc == 4 && !strcmp(argv[1], "server")) {
+		int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(atoi(argv[2]))};
+		if (bind(l, (void *)&a, sizeof a) || listen(l, 128)) die("listen");
+		int r = atoi(argv[3]);
+		if (write(r, "r\n", 2) != 2) die("ready");
+		close(r);
+		for (;;) {
+			int c = accept(l, 0, 0);
+			if (c < 0) die("accept");
+			char buf[4096];
+			while (read(c, buf, sizeof buf) > 0)
+				;
+			if (write(c, "ok", 2) != 2) { /* the client went away */ }
+			close(c);
+		}
+	}
+	if (argc == 5 && !strcmp(argv[1], "conns")) {
+		int n = atoi(argv[2]);
+		char req[100] = {0}, buf[64];
+		double t0 = now();
+		for (int i = 0; i < n; i++) {
+			int s = dial(argv[3], atoi(argv[4]));
+			if (write(s, req, sizeof req) != sizeof req) die("write");
+			shutdown(s, SHUT_WR);
+			while (read(s, buf, sizeof buf) > 0)
+				;
+			close(s);
+		}
+		printf("%.1f\n", n / (now() - t0));
 		return 0;
 	}
 	if (argc == 5) {

@@ -10,7 +10,10 @@
 #      throughput and Jain fairness (wirefs splice and the C read/write loop);
 #   3. relay socket → socket on loopback: wirefs splice --both vs socat
 #      TCP-LISTEN TCP: throughput and the relay's CPU per GiB;
-#   4. pacing: --rate 1, 10, 100, 500 mbit and --schedule 4,16ms, measured at
+#   4. split to 3 sinks (vs tee and socats) and merge of 3 sources (vs
+#      socats into one pipe), throughput and CPU, loopback;
+#   5. connections per second through --both --fork vs socat TCP-LISTEN,fork;
+#   6. pacing: --rate 1, 10, 100, 500 mbit and --schedule 4,16ms, measured at
 #      the receiver.
 #
 # Needs root (netns, tc). Touches no interface or qdisc of the machine: it
@@ -176,6 +179,80 @@ for tool in wirefs socat; do
 	RCPU[$tool]=$(awk -v p=$tool '$1=="relay" && $3==p {printf "%.4f\n", ($7+$8)/($4/2^30)}' "$SAMPLES" | median)
 done
 
+# Split to 3 sinks on loopback: wirefs (one pipe, tee(2) to two more) vs
+# tee(1) feeding three socats through FIFOs. Time: until the last sink
+# has everything; CPU: all the sender's processes.
+declare -A SMBIT SCPU MMBIT MCPU
+for tool in wirefs tee; do
+	log "split to 3, $tool"
+	for r in $(seq "$RUNS"); do
+		ports=() sinks=()
+		for i in 1 2 3; do PORT=$((PORT + 1)); sink $NS_LO $PORT; ports+=($PORT); sinks+=($SINK_PID); done
+		if [ $tool = wirefs ]; then
+			cmd=("$W" splice -q "$F" tcp/127.0.0.1:${ports[0]} tcp/127.0.0.1:${ports[1]} tcp/127.0.0.1:${ports[2]})
+		else
+			rm -f "$OUT/t1" "$OUT/t2"; mkfifo "$OUT/t1" "$OUT/t2"
+			cmd=(bash -c "socat -u OPEN:$OUT/t1 TCP:127.0.0.1:${ports[0]} & socat -u OPEN:$OUT/t2 TCP:127.0.0.1:${ports[1]} &
+tee $OUT/t1 $OUT/t2 <$F | socat -u STDIN TCP:127.0.0.1:${ports[2]}; wait")
+		fi
+		t=$({ /usr/bin/time -f "%U %S" nsenter --net=/run/netns/$NS_LO -- "${cmd[@]}" >/dev/null; } 2>&1 | tail -1)
+		wait "${sinks[@]}"
+		res=$(for port in "${ports[@]}"; do cat "$OUT/sink.$port"; done)
+		printf 'split\tloopback\t%s\t%s\t%s\n' $tool "$(echo "$res" | awk '{b+=$1; if ($2>s) s=$2} END {print b/3, s}')" "$t" >>"$SAMPLES"
+	done
+	SMBIT[$tool]=$(awk -v p=$tool '$1=="split" && $3==p {printf "%.1f\n", $4*8/$5/1e6}' "$SAMPLES" | median)
+	SCPU[$tool]=$(awk -v p=$tool '$1=="split" && $3==p {printf "%.4f\n", ($6+$7)/($4/2^30)}' "$SAMPLES" | median)
+	rm -f "$OUT/t1" "$OUT/t2"
+done
+
+# Merge of 3 on loopback: three C sendfile clients, each a third of the
+# file, into one sink: wirefs --merge (listens on three ports) vs three
+# socats writing into one pipe to a fourth.
+head -c $((SIZE_MB / 3))M "$F" >"$OUT/third"
+for tool in wirefs socat; do
+	log "merge of 3, $tool"
+	for r in $(seq "$RUNS"); do
+		PORT=$((PORT + 4)); sink $NS_LO $PORT
+		p1=$((PORT - 3)) p2=$((PORT - 2)) p3=$((PORT - 1))
+		if [ $tool = wirefs ]; then
+			cmd=("$W" splice -q --merge tcp/127.0.0.1:$p1:: tcp/127.0.0.1:$p2:: tcp/127.0.0.1:$p3:: tcp/127.0.0.1:$PORT)
+		else
+			cmd=(bash -c "{ socat -u TCP-LISTEN:$p1,bind=127.0.0.1,reuseaddr STDOUT & socat -u TCP-LISTEN:$p2,bind=127.0.0.1,reuseaddr STDOUT &
+socat -u TCP-LISTEN:$p3,bind=127.0.0.1,reuseaddr STDOUT & wait; } | socat -u STDIN TCP:127.0.0.1:$PORT")
+		fi
+		in_ns $NS_LO /usr/bin/time -o "$OUT/merge.time" -f "%U %S" "${cmd[@]}" &
+		mp=$!
+		for q in $p1 $p2 $p3; do in_ns $NS_LO "$PEER" sendfile "$OUT/third" 127.0.0.1 $q & done
+		wait $mp "$SINK_PID"
+		printf 'merge\tloopback\t%s\t%s\t%s\n' $tool "$(cat "$OUT/sink.$PORT")" "$(cat "$OUT/merge.time")" >>"$SAMPLES"
+		wait
+	done
+	MMBIT[$tool]=$(awk -v p=$tool '$1=="merge" && $3==p {printf "%.1f\n", $4*8/$5/1e6}' "$SAMPLES" | median)
+	MCPU[$tool]=$(awk -v p=$tool '$1=="merge" && $3==p {printf "%.4f\n", ($6+$7)/($4/2^30)}' "$SAMPLES" | median)
+done
+rm -f "$OUT/third"
+
+# Connections per second through a forking relay: 2000 short requests
+# (connect, 100 bytes, half-close, a 2-byte answer, close), one at a time.
+declare -A CONNS
+PORT=$((PORT + 2)); SRV=$PORT
+rm -f "$OUT/ready.srv"; mkfifo "$OUT/ready.srv"
+in_ns $NS_LO "$PEER" server $SRV 3 3>"$OUT/ready.srv" & PIDS="$PIDS $!"
+read -r _ <"$OUT/ready.srv"; rm -f "$OUT/ready.srv"
+CONNS[direct]=$(in_ns $NS_LO "$PEER" conns 2000 127.0.0.1 $SRV)
+for tool in wirefs socat; do
+	log "forking relay, $tool"
+	PORT=$((PORT + 1))
+	if [ $tool = wirefs ]; then
+		in_ns $NS_LO "$W" splice -q --both --fork tcp/127.0.0.1:$PORT:: tcp/127.0.0.1:$SRV &
+	else
+		in_ns $NS_LO socat TCP-LISTEN:$PORT,bind=127.0.0.1,reuseaddr,fork TCP:127.0.0.1:$SRV &
+	fi
+	rp=$!
+	CONNS[$tool]=$(in_ns $NS_LO "$PEER" conns 2000 127.0.0.1 $PORT)
+	kill -TERM $rp; wait $rp 2>/dev/null || true
+done
+
 # Pacing, measured at the receiver: 3 s of data at each rate.
 declare -A PACED
 for rate in 1 10 100 500; do
@@ -209,6 +286,18 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a/b}'; }
 	echo "| relay, loopback | Mbit/s | relay CPU s/GiB |"
 	echo "|---|---:|---:|"
 	for tool in wirefs socat; do echo "| $tool | ${RMBIT[$tool]} | ${RCPU[$tool]} |"; done
+	echo
+	echo "| split to 3, loopback | Mbit/s per sink | CPU s/GiB of source |"
+	echo "|---|---:|---:|"
+	for tool in wirefs tee; do echo "| $tool | ${SMBIT[$tool]} | ${SCPU[$tool]} |"; done
+	echo
+	echo "| merge of 3, loopback | Mbit/s into the sink | CPU s/GiB |"
+	echo "|---|---:|---:|"
+	for tool in wirefs socat; do echo "| $tool | ${MMBIT[$tool]} | ${MCPU[$tool]} |"; done
+	echo
+	echo "| forking relay, loopback | requests/s | vs direct |"
+	echo "|---|---:|---:|"
+	for tool in direct wirefs socat; do echo "| $tool | ${CONNS[$tool]} | $(ratio "${CONNS[$tool]}" "${CONNS[direct]}") |"; done
 	echo
 	echo "| --rate | measured Mbit/s | error |"
 	echo "|---|---:|---:|"
