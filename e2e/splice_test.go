@@ -457,7 +457,7 @@ echo "$st $rest"`
 // root may read; the message and exit status are cp's.
 func TestSplicePermission(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to run the splice as another user")
+		testsrv.Unavailable(t, "needs root to run the splice as another user")
 	}
 	secret := writeTemp(t, []byte("root only"))
 	os.Chmod(secret, 0o600)
