@@ -246,7 +246,6 @@ type ctlHandle struct {
 	caller ns.Caller
 	text   []byte
 	mu     sync.Mutex
-	part   []byte // a line not ended yet
 }
 
 func (h *ctlHandle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
