@@ -237,16 +237,18 @@ rm -f "$OUT/third"
 declare -A CONNS
 PORT=$((PORT + 2)); SRV=$PORT
 rm -f "$OUT/ready.srv"; mkfifo "$OUT/ready.srv"
-in_ns $NS_LO "$PEER" server $SRV 3 3>"$OUT/ready.srv" & PIDS="$PIDS $!"
+# nsenter itself, not the in_ns function, so that $! is the process
+# (a backgrounded function is a subshell: killing it leaves its child).
+nsenter --net=/run/netns/$NS_LO -- "$PEER" server $SRV 3 3>"$OUT/ready.srv" & PIDS="$PIDS $!"
 read -r _ <"$OUT/ready.srv"; rm -f "$OUT/ready.srv"
 CONNS[direct]=$(in_ns $NS_LO "$PEER" conns 2000 127.0.0.1 $SRV)
 for tool in wirefs socat; do
 	log "forking relay, $tool"
 	PORT=$((PORT + 1))
 	if [ $tool = wirefs ]; then
-		in_ns $NS_LO "$W" splice -q --both --fork tcp/127.0.0.1:$PORT:: tcp/127.0.0.1:$SRV &
+		nsenter --net=/run/netns/$NS_LO -- "$W" splice -q --both --fork tcp/127.0.0.1:$PORT:: tcp/127.0.0.1:$SRV &
 	else
-		in_ns $NS_LO socat TCP-LISTEN:$PORT,bind=127.0.0.1,reuseaddr,fork TCP:127.0.0.1:$SRV &
+		nsenter --net=/run/netns/$NS_LO -- socat TCP-LISTEN:$PORT,bind=127.0.0.1,reuseaddr,fork TCP:127.0.0.1:$SRV &
 	fi
 	rp=$!
 	CONNS[$tool]=$(in_ns $NS_LO "$PEER" conns 2000 127.0.0.1 $PORT)
