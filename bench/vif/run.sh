@@ -114,7 +114,8 @@ for s in range(1, 61):
 PY
 wait "${senders[@]}"
 rmdir "$V/vif3/vif1" "$V/vif3/vif2" "$V/vif3" "$V/vif4" "$V/vif5"
-echo "(wire bytes as HTB counts them, from each VIF's stats)"
+echo "(wire bytes as HTB counts them, from each VIF's stats; plot: $out/figure8.png)"
+go run ./bench/vif/_plot "$out/figure8.txt" "$out/figure8.png"
 
 echo
 echo "## 3. cost (iperf3 TCP 6 s, omit 1 s; UDP round trip, mean of the fastest 450 of 500)"
