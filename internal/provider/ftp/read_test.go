@@ -36,7 +36,8 @@ func TestRead(t *testing.T) {
 			rel, _ := filepath.Rel(f.root, local)
 			return "/" + filepath.ToSlash(rel)
 		},
-		Pause:  f.srv.Stall,
-		Resume: f.srv.Resume,
+		Pause:   f.srv.Stall,
+		Resume:  f.srv.Resume,
+		Restart: func() { f.srv.Kill(); f.srv.Start() },
 	})
 }

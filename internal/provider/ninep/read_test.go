@@ -33,8 +33,9 @@ func TestRead(t *testing.T) {
 			}
 			return dir
 		},
-		Path:   func(local string) string { return local },
-		Pause:  srv.Pause,
-		Resume: srv.Resume,
+		Path:    func(local string) string { return local },
+		Pause:   srv.Pause,
+		Resume:  srv.Resume,
+		Restart: func() { srv.Kill(); srv.Start() },
 	})
 }

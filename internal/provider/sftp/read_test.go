@@ -21,9 +21,10 @@ func TestRead(t *testing.T) {
 			}
 			return b
 		},
-		Dir:    serverDir,
-		Path:   func(local string) string { return local },
-		Pause:  e.srv.Pause,
-		Resume: e.srv.Resume,
+		Dir:     serverDir,
+		Path:    func(local string) string { return local },
+		Pause:   e.srv.Pause,
+		Resume:  e.srv.Resume,
+		Restart: func() { e.srv.Stop(); e.srv.Start() },
 	})
 }

@@ -30,6 +30,9 @@ type Reader struct {
 	// Pause stalls the server until Resume; nil when it cannot be
 	// stalled (then the stall cases are left out, and say so).
 	Pause, Resume func()
+	// Restart stops the server (every connection drops) and starts it
+	// again on the same address; nil when it cannot.
+	Restart func()
 }
 
 // Read runs the suite every protocol passes, readable or writable: a big
@@ -38,17 +41,18 @@ type Reader struct {
 // nothing. Every byte is compared with the local file the server serves.
 func Read(t *testing.T, s Reader) {
 	for _, c := range []struct {
-		name  string
-		stall bool
-		run   func(*testing.T, Reader)
+		name string
+		can  bool // the server has the hooks the case needs
+		run  func(*testing.T, Reader)
 	}{
-		{"BigFile", false, bigFile},
-		{"ConcurrentReaders", false, concurrentReaders},
-		{"Stall", true, stall},
-		{"CancelStalled", true, cancelStalled},
+		{"BigFile", true, bigFile},
+		{"ConcurrentReaders", true, concurrentReaders},
+		{"Stall", s.Pause != nil, stall},
+		{"CancelStalled", s.Pause != nil, cancelStalled},
+		{"ServerRestart", s.Restart != nil, serverRestart},
 	} {
-		if c.stall && s.Pause == nil {
-			t.Logf("%s left out: this test server cannot be stalled", c.name)
+		if !c.can {
+			t.Logf("%s left out: this test server cannot be stalled or restarted", c.name)
 			continue
 		}
 		t.Run(c.name, func(t *testing.T) { c.run(t, s) })
@@ -180,4 +184,23 @@ func cancelStalled(t *testing.T, s Reader) {
 	b.Close()
 	s.Resume()
 	base.Check(t)
+}
+
+// serverRestart: a session whose server restarted between two calls
+// reconnects for the second (the one retry on a reused connection that
+// dropped), and reads the same bytes.
+func serverRestart(t *testing.T, s Reader) {
+	data, p := s.file(t, 1000)
+	b := s.session(t, 10*time.Second)
+	ctx := context.Background()
+	if _, err := b.Stat(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	s.Restart()
+	if _, err := b.Stat(ctx, p); err != nil {
+		t.Fatalf("stat after the server restarted: %v", err)
+	}
+	if got, err := readRange(ctx, b, p, 0, -1); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read after the server restarted: %d bytes, %v", len(got), err)
+	}
 }
