@@ -39,5 +39,13 @@ func TestRead(t *testing.T) {
 		Pause:   f.srv.Stall,
 		Resume:  f.srv.Resume,
 		Restart: func() { f.srv.Kill(); f.srv.Start() },
+		// The FTP user is not root and owns none of the test's files.
+		Stranger: func(t *testing.T) remote.Backend {
+			b, err := dial(context.Background(), f.server, remote.Options{Home: f.home}, defaultPoolTimes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		},
 	})
 }

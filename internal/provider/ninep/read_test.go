@@ -18,6 +18,17 @@ func TestRead(t *testing.T) {
 	exp := exportDir(t)
 	srv := testsrv.StartDiod(t, exp)
 	var dirs atomic.Int64
+	// diod acts as another user only when it runs as root.
+	var stranger func(t *testing.T) remote.Backend
+	if os.Getuid() == 0 {
+		stranger = func(t *testing.T) remote.Backend {
+			b, err := Dial(t.Context(), "nobody@"+srv.Addr, remote.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+	}
 	remotetest.Read(t, remotetest.Reader{
 		Dial: func(t *testing.T, timeout time.Duration) remote.Backend {
 			b, err := Dial(t.Context(), srv.Addr, remote.Options{Timeout: timeout})
@@ -37,5 +48,6 @@ func TestRead(t *testing.T) {
 		Pause:   srv.Pause,
 		Resume:  srv.Resume,
 		Restart: func() { srv.Kill(); srv.Start() },
+		Stranger: stranger,
 	})
 }

@@ -33,6 +33,9 @@ type Reader struct {
 	// Restart stops the server (every connection drops) and starts it
 	// again on the same address; nil when it cannot.
 	Restart func()
+	// Stranger opens a session as a user who neither owns the files the
+	// test makes nor is root; nil when the server acts as root here.
+	Stranger func(t *testing.T) remote.Backend
 }
 
 // Read runs the suite every protocol passes, readable or writable: a big
@@ -50,9 +53,10 @@ func Read(t *testing.T, s Reader) {
 		{"Stall", s.Pause != nil, stall},
 		{"CancelStalled", s.Pause != nil, cancelStalled},
 		{"ServerRestart", s.Restart != nil, serverRestart},
+		{"PermissionDenied", s.Stranger != nil, permissionDenied},
 	} {
 		if !c.can {
-			t.Logf("%s left out: this test server cannot be stalled or restarted", c.name)
+			t.Logf("%s left out: this test server has no hook for it (stall, restart or another user)", c.name)
 			continue
 		}
 		t.Run(c.name, func(t *testing.T) { c.run(t, s) })
@@ -202,5 +206,27 @@ func serverRestart(t *testing.T, s Reader) {
 	}
 	if got, err := readRange(ctx, b, p, 0, -1); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("read after the server restarted: %d bytes, %v", len(got), err)
+	}
+}
+
+// permissionDenied: the server's refusal of a file its user may not read
+// is EACCES, and the session goes on serving what it may.
+func permissionDenied(t *testing.T, s Reader) {
+	dir := s.Dir(t)
+	if err := os.WriteFile(filepath.Join(dir, "secret"), []byte("s"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "public"), []byte("p"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := s.Stranger(t)
+	t.Cleanup(func() { b.Close() })
+	ctx := context.Background()
+	_, err := readRange(ctx, b, s.Path(filepath.Join(dir, "secret")), 0, -1)
+	if ns.Errno(err) != syscall.EACCES {
+		t.Fatalf("read of another user's 0600 file: %v (errno %v), want EACCES", err, ns.Errno(err))
+	}
+	if got, err := readRange(ctx, b, s.Path(filepath.Join(dir, "public")), 0, -1); err != nil || string(got) != "p" {
+		t.Fatalf("read of a 0644 file after a refusal: %q, %v", got, err)
 	}
 }
