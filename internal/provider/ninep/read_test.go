@@ -44,10 +44,10 @@ func TestRead(t *testing.T) {
 			}
 			return dir
 		},
-		Path:    func(local string) string { return local },
-		Pause:   srv.Pause,
-		Resume:  srv.Resume,
-		Restart: func() { srv.Kill(); srv.Start() },
+		Path:     func(local string) string { return local },
+		Pause:    srv.Pause,
+		Resume:   srv.Resume,
+		Restart:  func() { srv.Kill(); srv.Start() },
 		Stranger: stranger,
 	})
 }
