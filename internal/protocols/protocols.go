@@ -90,12 +90,12 @@ func validScheme(s string) bool {
 // Remote is the table of wirefs's remote-file protocols.
 func Remote() *Registry {
 	r, err := New(
-		Protocol{Scheme: "http", Doc: "HTTP", DefaultPort: 80, Dial: http.Dial},
-		Protocol{Scheme: "https", Doc: "HTTPS", DefaultPort: 443, Dial: http.Dial, TLS: true},
-		Protocol{Scheme: "ftp", Doc: "FTP", DefaultPort: 21, Dial: ftp.Dial, Writable: true},
-		Protocol{Scheme: "ftps", Doc: "FTPS", DefaultPort: 21, Dial: ftp.Dial, TLS: true, Writable: true},
-		Protocol{Scheme: "sftp", Doc: "SFTP", DefaultPort: 22, Dial: sftp.Dial, Writable: true},
-		Protocol{Scheme: "9p", Doc: "9P2000.L", DefaultPort: 564, Dial: ninep.Dial, Writable: true},
+		Protocol{Scheme: "http", Doc: "HTTP", DefaultPort: http.DefaultPort, Dial: http.Dial},
+		Protocol{Scheme: "https", Doc: "HTTPS", DefaultPort: http.DefaultTLSPort, Dial: http.Dial, TLS: true},
+		Protocol{Scheme: "ftp", Doc: "FTP", DefaultPort: ftp.DefaultPort, Dial: ftp.Dial, Writable: true},
+		Protocol{Scheme: "ftps", Doc: "FTPS", DefaultPort: ftp.DefaultPort, Dial: ftp.Dial, TLS: true, Writable: true},
+		Protocol{Scheme: "sftp", Doc: "SFTP", DefaultPort: sftp.DefaultPort, Dial: sftp.Dial, Writable: true},
+		Protocol{Scheme: "9p", Doc: "9P2000.L", DefaultPort: ninep.DefaultPort, Dial: ninep.Dial, Writable: true},
 	)
 	if err != nil {
 		panic(err) // the table above is wrong; TestRemote says so first

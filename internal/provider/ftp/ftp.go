@@ -40,6 +40,7 @@ import (
 	"net/textproto"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,7 +119,7 @@ func dial(ctx context.Context, server string, o remote.Options, times poolTimes)
 	}
 	user, host := sv.User, sv.Host
 	b := &Backend{
-		addr:      sv.HostPort("21"),
+		addr:      sv.HostPort(strconv.Itoa(DefaultPort)),
 		host:      host,
 		srv:       srv,
 		log:       o.Log,
@@ -665,3 +666,7 @@ func (b *Backend) Close() error {
 	b.wg.Wait()
 	return nil
 }
+
+// DefaultPort is the port of a server name without one, FTPS included
+// (explicit AUTH TLS): the protocol registry's too.
+const DefaultPort = 21

@@ -150,10 +150,16 @@ func portOf(u *url.URL) string {
 		return p
 	}
 	if u.Scheme == "https" {
-		return "443"
+		return strconv.Itoa(DefaultTLSPort)
 	}
-	return "80"
+	return strconv.Itoa(DefaultPort)
 }
+
+// The ports of a server name without one (the protocol registry's too).
+const (
+	DefaultPort    = 80
+	DefaultTLSPort = 443
+)
 
 // Stat asks the server for p's headers (HEAD). p is a directory when the
 // server redirects it to p + "/" (nginx, Apache and python http.server

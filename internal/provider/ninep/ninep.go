@@ -47,7 +47,6 @@ import (
 )
 
 const (
-	defaultPort           = "564"
 	defaultTimeout        = 30 * time.Second
 	defaultConnectTimeout = 15 * time.Second
 )
@@ -95,7 +94,7 @@ func Dial(ctx context.Context, server string, o remote.Options) (remote.Backend,
 		return nil, srv.Error(syscall.EINVAL, "", "", err)
 	}
 	b := &Backend{
-		addr:     sv.HostPort(defaultPort),
+		addr:     sv.HostPort(strconv.Itoa(DefaultPort)),
 		srv:      srv,
 		user:     u,
 		log:      o.Log,
@@ -142,3 +141,7 @@ func lookupAttachUser(name string) (attachUser, error) {
 
 // Close ends the session. Requests in flight fail with EIO.
 func (b *Backend) Close() error { return b.s.Close() }
+
+// DefaultPort is the port of a server name without one (the protocol
+// registry's too).
+const DefaultPort = 564

@@ -71,7 +71,7 @@ func resolveHost(server, home string) (*hostConfig, error) {
 		h.port = get("Port")
 	}
 	if h.port == "" {
-		h.port = "22"
+		h.port = strconv.Itoa(DefaultPort)
 	}
 	tok := tokens{home: home, user: currentUser(), remoteUser: h.user, host: host, port: h.port}
 	if v := get("HostName"); v != "" {
@@ -163,3 +163,7 @@ func tilde(home, p string) string {
 	}
 	return p
 }
+
+// DefaultPort is the port of a server name without one, when
+// ~/.ssh/config gives none (the protocol registry's too).
+const DefaultPort = 22
