@@ -556,9 +556,10 @@ type handle struct {
 	ino uint64 // the inode it was opened on
 	// stored: a stored file's handle, opened in io mode (iomode.go)
 	// with passthrough fd when that is ioPassthrough.
-	stored bool
-	io     ioMode
-	fd     int
+	stored    bool
+	io        ioMode
+	fd        int
+	appending bool // O_APPEND: direct I/O, and readers' pages dropped after each write
 }
 
 var (
@@ -577,15 +578,17 @@ var (
 // round trip less per file for grep -r).
 func (h *handle) storedFileFlags(flags uint32) uint32 {
 	fd, canPassthrough := passthroughFd(h.h)
+	_, writable := h.h.(ns.WriterAt)
+	h.appending = writable && flags&syscall.O_APPEND != 0
 	h.stored, h.fd = true, fd
-	h.io = h.n.d.io.choose(h.ino, canPassthrough)
+	h.io = h.n.d.io.choose(h.ino, canPassthrough, h.appending)
 	var fl uint32
 	if p, ok := h.h.(ns.PageCacher); ok && p.KeepPageCache() {
 		fl |= fuse.FOPEN_KEEP_CACHE
 	}
-	if _, writable := h.h.(ns.WriterAt); !writable {
+	if !writable {
 		fl |= fuse.FOPEN_NOFLUSH
-	} else if flags&syscall.O_APPEND != 0 {
+	} else if h.appending {
 		// The cache puts each O_APPEND write at its own end of
 		// file; the kernel's buffered write copies it into the
 		// page cache where the kernel thinks the end is. Readers
@@ -672,6 +675,13 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	}
 	if err != nil && n == 0 {
 		return 0, h.n.fail("write", "", err)
+	}
+	if h.appending && h.n.d.io.cached(h.ino) {
+		// The bytes landed at the cache's end of file, past what
+		// readers of the page cache hold as the last page (zeros
+		// beyond the old end): drop their pages, or they read a
+		// record of NULs (the conformance stress saw one).
+		h.n.NotifyContent(0, 0)
 	}
 	return uint32(n), 0
 }

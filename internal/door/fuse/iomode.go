@@ -25,11 +25,17 @@ type ioMode int
 const (
 	ioCached      ioMode = iota // through the page cache
 	ioPassthrough               // the kernel reads the local copy
+	ioDirect                    // FOPEN_DIRECT_IO: outside the kernel's rule, not counted
 )
 
 // choose picks the mode of a new handle on ino and counts it.
-// canPassthrough says the handle could be read with passthrough.
-func (m *ioModes) choose(ino uint64, canPassthrough bool) ioMode {
+// canPassthrough says the handle could be read with passthrough; direct,
+// that it is opened with direct I/O (an appender on a file nobody reads
+// with passthrough: passthrough is only for files nobody writes).
+func (m *ioModes) choose(ino uint64, canPassthrough, direct bool) ioMode {
+	if direct {
+		return ioDirect
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.inode == nil {
@@ -58,12 +64,21 @@ func (m *ioModes) release(ino uint64, mode ioMode) {
 	if c == nil {
 		return
 	}
-	if mode == ioPassthrough {
+	switch mode {
+	case ioPassthrough:
 		c.passthrough--
-	} else {
+	case ioCached:
 		c.cached--
 	}
 	if c.passthrough <= 0 && c.cached <= 0 {
 		delete(m.inode, ino)
 	}
+}
+
+// cached reports whether ino has handles open through the page cache.
+func (m *ioModes) cached(ino uint64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.inode[ino]
+	return c != nil && c.cached > 0
 }
