@@ -586,6 +586,9 @@ func (h *handle) storedFileFlags(flags uint32) uint32 {
 	if p, ok := h.h.(ns.PageCacher); ok && p.KeepPageCache() {
 		fl |= fuse.FOPEN_KEEP_CACHE
 	}
+	if h.io == ioDirect {
+		fl = fuse.FOPEN_DIRECT_IO // a reader while appenders write (iomode.go)
+	}
 	if !writable {
 		fl |= fuse.FOPEN_NOFLUSH
 	} else if h.appending {

@@ -17,7 +17,7 @@ type ioModes struct {
 	inode map[uint64]*ioCount
 }
 
-type ioCount struct{ passthrough, cached int }
+type ioCount struct{ passthrough, cached, appenders int }
 
 // ioMode is how one handle was opened.
 type ioMode int
@@ -26,16 +26,19 @@ const (
 	ioCached      ioMode = iota // through the page cache
 	ioPassthrough               // the kernel reads the local copy
 	ioDirect                    // FOPEN_DIRECT_IO: outside the kernel's rule, not counted
+	ioAppend                    // an O_APPEND writer, direct I/O, counted as such
 )
 
 // choose picks the mode of a new handle on ino and counts it.
 // canPassthrough says the handle could be read with passthrough; direct,
 // that it is opened with direct I/O (an appender on a file nobody reads
 // with passthrough: passthrough is only for files nobody writes).
-func (m *ioModes) choose(ino uint64, canPassthrough, direct bool) ioMode {
-	if direct {
-		return ioDirect
-	}
+//
+// A reader that opens while appenders write is read with direct I/O too:
+// an appended record can land while the kernel reads the last page, whose
+// short answer it then fills with zeros up to a length the append has
+// already raised — a record of NULs in the page cache.
+func (m *ioModes) choose(ino uint64, canPassthrough, appender bool) ioMode {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.inode == nil {
@@ -45,6 +48,13 @@ func (m *ioModes) choose(ino uint64, canPassthrough, direct bool) ioMode {
 	if c == nil {
 		c = &ioCount{}
 		m.inode[ino] = c
+	}
+	if appender {
+		c.appenders++
+		return ioAppend
+	}
+	if c.appenders > 0 && c.passthrough == 0 {
+		return ioDirect
 	}
 	if c.passthrough > 0 || canPassthrough && c.cached == 0 {
 		c.passthrough++
@@ -69,8 +79,10 @@ func (m *ioModes) release(ino uint64, mode ioMode) {
 		c.passthrough--
 	case ioCached:
 		c.cached--
+	case ioAppend:
+		c.appenders--
 	}
-	if c.passthrough <= 0 && c.cached <= 0 {
+	if c.passthrough <= 0 && c.cached <= 0 && c.appenders <= 0 {
 		delete(m.inode, ino)
 	}
 }
