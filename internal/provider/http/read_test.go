@@ -2,9 +2,6 @@ package http
 
 import (
 	"os"
-	"path/filepath"
-	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,7 +16,6 @@ func TestRead(t *testing.T) {
 	root := t.TempDir()
 	os.Chmod(root, 0o755)
 	addr, _ := testsrv.Nginx(t, root, false)
-	var dirs atomic.Int64
 	remotetest.Read(t, remotetest.Reader{
 		Dial: func(t *testing.T, timeout time.Duration) remote.Backend {
 			b, err := Dial(t.Context(), addr, remote.Options{Home: t.TempDir(), Timeout: timeout})
@@ -28,16 +24,7 @@ func TestRead(t *testing.T) {
 			}
 			return b
 		},
-		Dir: func(t *testing.T) string {
-			dir := filepath.Join(root, "r"+strconv.FormatInt(dirs.Add(1), 10))
-			if err := os.Mkdir(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			return dir
-		},
-		Path: func(local string) string {
-			rel, _ := filepath.Rel(root, local)
-			return "/" + filepath.ToSlash(rel)
-		},
+		Dir:  remotetest.Subdirs(root),
+		Path: remotetest.Below(root),
 	})
 }

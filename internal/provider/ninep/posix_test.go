@@ -1,10 +1,6 @@
 package ninep
 
 import (
-	"os"
-	"path/filepath"
-	"strconv"
-	"sync/atomic"
 	"testing"
 
 	"wirefs/internal/remote"
@@ -17,16 +13,9 @@ import (
 func TestPOSIX(t *testing.T) {
 	exp := exportDir(t)
 	srv := testsrv.StartDiod(t, exp)
-	var dirs atomic.Int64
 	remotetest.POSIX(t, remotetest.Server{
-		Dial: func(t *testing.T) remote.Backend { return dial(t, srv.Addr, remote.Options{}) },
-		Dir: func(t *testing.T) string {
-			dir := filepath.Join(exp, strconv.FormatInt(dirs.Add(1), 10))
-			if err := os.Mkdir(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			return dir
-		},
+		Dial:   func(t *testing.T) remote.Backend { return dial(t, srv.Addr, remote.Options{}) },
+		Dir:    remotetest.Subdirs(exp),
 		Pause:  srv.Pause,
 		Resume: srv.Resume,
 	})

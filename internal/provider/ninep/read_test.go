@@ -2,9 +2,6 @@ package ninep
 
 import (
 	"os"
-	"path/filepath"
-	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +14,6 @@ import (
 func TestRead(t *testing.T) {
 	exp := exportDir(t)
 	srv := testsrv.StartDiod(t, exp)
-	var dirs atomic.Int64
 	// diod acts as another user only when it runs as root.
 	var stranger func(t *testing.T) remote.Backend
 	if os.Getuid() == 0 {
@@ -37,13 +33,7 @@ func TestRead(t *testing.T) {
 			}
 			return b
 		},
-		Dir: func(t *testing.T) string {
-			dir := filepath.Join(exp, "r"+strconv.FormatInt(dirs.Add(1), 10))
-			if err := os.Mkdir(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			return dir
-		},
+		Dir:      remotetest.Subdirs(exp),
 		Path:     func(local string) string { return local },
 		Pause:    srv.Pause,
 		Resume:   srv.Resume,
