@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	_ "embed"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -25,13 +26,28 @@ const (
 	NginxPassword = "s3cret-for-tests"
 )
 
+// NginxOption changes how Nginx configures the server.
+type NginxOption func(*nginxSetup)
+
+type nginxSetup struct{ extra string }
+
+// NginxRefuseHEAD makes nginx answer every HEAD request with 405 Method
+// Not Allowed, as some application servers and object stores do.
+func NginxRefuseHEAD() NginxOption {
+	return func(s *nginxSetup) { s.extra += "if ($request_method = HEAD) { return 405; }\n" }
+}
+
 // Nginx starts the real nginx serving root with autoindex on 127.0.0.1 at a
 // free port, plain HTTP or (tls) HTTPS with a throwaway self-signed
 // certificate for 127.0.0.1 and localhost, whose pool it returns. Paths
 // below /private/ ask for HTTP basic auth as NginxUser, NginxPassword.
 // nginx is stopped when the test ends.
-func Nginx(t testing.TB, root string, tls bool) (addr string, ca *x509.CertPool) {
+func Nginx(t testing.TB, root string, tls bool, opts ...NginxOption) (addr string, ca *x509.CertPool) {
 	t.Helper()
+	var setup nginxSetup
+	for _, o := range opts {
+		o(&setup)
+	}
 	bin := Need(t, "nginx")
 	dir := t.TempDir()
 	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
@@ -69,13 +85,14 @@ http {
 		%[3]s
 		root %[4]s;
 		autoindex on;
+		%[5]s
 		location /private/ {
 			auth_basic "wirefs tests";
 			auth_basic_user_file %[1]s/htpasswd;
 		}
 	}
 }
-`, dir, listen, certs, root)
+`, dir, listen, certs, root, setup.extra)
 	nginxWriteFile(t, filepath.Join(dir, "nginx.conf"), conf)
 
 	cmd := exec.Command(bin, "-p", dir, "-e", filepath.Join(dir, "error.log"),
@@ -90,11 +107,33 @@ http {
 // Range headers (Python before 3.14). It is stopped when the test ends.
 func PythonHTTP(t testing.TB, root string) (addr string) {
 	t.Helper()
+	return servePython(t, func(port string) []string {
+		return []string{"-m", "http.server", "--bind", "127.0.0.1", "--directory", root, port}
+	})
+}
+
+//go:embed testdata/http_nohead.py
+var httpNoHEAD string
+
+// PythonHTTPRefusingHEAD is PythonHTTP with a handler that answers HEAD
+// with 501 Not Implemented (testdata/http_nohead.py), as servers that
+// implement GET only do.
+func PythonHTTPRefusingHEAD(t testing.TB, root string) (addr string) {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "http_nohead.py")
+	nginxWriteFile(t, script, httpNoHEAD)
+	return servePython(t, func(port string) []string { return []string{script, "127.0.0.1", port, root} })
+}
+
+// servePython runs python3 with the arguments args gives for a free port
+// of 127.0.0.1, logging to a temporary file, until the test ends.
+func servePython(t testing.TB, args func(port string) []string) (addr string) {
+	t.Helper()
 	bin := Need(t, "python3")
 	port := strconv.Itoa(FreePort(t))
 	addr = net.JoinHostPort("127.0.0.1", port)
 	logFile := filepath.Join(t.TempDir(), "http.server.log")
-	cmd := exec.Command(bin, "-m", "http.server", "--bind", "127.0.0.1", "--directory", root, port)
+	cmd := exec.Command(bin, args(port)...)
 	f, err := os.Create(logFile)
 	if err != nil {
 		t.Fatal(err)

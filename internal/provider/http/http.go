@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"wirefs/internal/ns"
 	"wirefs/internal/remote"
 	"wirefs/internal/remote/addr"
 	"wirefs/internal/remote/session"
@@ -56,6 +57,12 @@ type backend struct {
 	close   context.CancelFunc
 
 	warnedRanges atomic.Bool
+	// noHEAD: the server refused a HEAD (405, 501); Stat asks with a
+	// one-byte ranged GET from then on.
+	noHEAD atomic.Bool
+	// redirectedTo holds the origins ("https://host:443") that
+	// redirects led to, each logged once.
+	redirectedTo sync.Map
 
 	mu    sync.Mutex
 	login credentials
@@ -127,18 +134,53 @@ func netrcLogin(log *slog.Logger, home, host, user string) credentials {
 	return credentials{user: user}
 }
 
-// checkRedirect follows redirects within the server only: credentials and
-// trust were given for this server, and a file system whose files silently
-// come from elsewhere would be a surprise.
+// checkRedirect follows redirects as Go's http.Client and curl -L do,
+// with two exceptions:
+//   - a redirect that only adds "/" to the path says "this is a
+//     directory" (nginx, Apache and python http.server all answer so) and
+//     is not followed: behind a proxy or a port forward such a Location
+//     names the server's own origin (its port), not the one the user
+//     reached it by, so the next request goes to the user's origin with
+//     the slash (send, isDir);
+//   - credentials go to the user's origin only (scheme, host and port,
+//     curl's rule; Go's client would send them to another port of the
+//     same host).
+//
+// The first redirect to each other origin is logged, since the files
+// then come from elsewhere.
 func (s *backend) checkRedirect(req *nethttp.Request, via []*nethttp.Request) error {
 	if len(via) >= maxRedirects {
 		return fmt.Errorf("more than %d redirects", maxRedirects)
 	}
-	if !sameServer(req.URL, &s.base) {
-		s.log.Warn("not following a redirect to another server", "from", via[len(via)-1].URL.Redacted(), "to", req.URL.Redacted())
+	prev := via[len(via)-1]
+	if addsSlash(prev.URL, req.URL) {
 		return nethttp.ErrUseLastResponse
 	}
+	if !sameServer(req.URL, &s.base) {
+		req.Header.Del("Authorization")
+		origin := req.URL.Scheme + "://" + net.JoinHostPort(req.URL.Hostname(), portOf(req.URL))
+		if _, seen := s.redirectedTo.LoadOrStore(origin, true); !seen {
+			s.log.Warn("following a redirect to another server", "from", prev.URL.Redacted(), "to", req.URL.Redacted())
+		}
+	}
 	return nil
+}
+
+// addsSlash reports whether to is from with "/" added to its path: the
+// redirect servers make from a directory's name to its listing.
+func addsSlash(from, to *url.URL) bool {
+	return !strings.HasSuffix(from.Path, "/") && to.Path == from.Path+"/" && to.RawQuery == from.RawQuery
+}
+
+// isDir reports whether resp says its path is a directory: a redirect
+// that only adds "/" (checkRedirect), or an answer from a URL path ending
+// in "/" (after other redirects).
+func isDir(resp *nethttp.Response) bool {
+	if strings.HasSuffix(resp.Request.URL.Path, "/") {
+		return true
+	}
+	loc, err := resp.Location()
+	return err == nil && resp.StatusCode >= 300 && resp.StatusCode < 400 && addsSlash(resp.Request.URL, loc)
 }
 
 func sameServer(a, b *url.URL) bool {
@@ -163,27 +205,50 @@ const (
 
 // Stat asks the server for p's headers (HEAD). p is a directory when the
 // server redirects it to p + "/" (nginx, Apache and python http.server
-// all do).
+// all do; isDir). A server that refuses HEAD (405, 501) is asked with a
+// GET of p's first byte instead, whose Content-Range gives the size.
 func (s *backend) Stat(ctx context.Context, p string) (remote.Info, error) {
-	resp, err := s.send(ctx, "stat", nethttp.MethodHead, p, "")
+	if !s.noHEAD.Load() {
+		resp, err := s.send(ctx, "stat", nethttp.MethodHead, p, "")
+		if err == nil {
+			resp.Body.Close()
+			return statInfo(p, resp, resp.ContentLength), nil
+		}
+		if ns.Errno(err) != syscall.ENOTSUP {
+			return remote.Info{}, err
+		}
+		if !s.noHEAD.Swap(true) {
+			s.log.Info("the server refuses HEAD; attributes come from one-byte GET requests", "err", err)
+		}
+	}
+	resp, err := s.send(ctx, "stat", nethttp.MethodGet, p, "bytes=0-0")
 	if err != nil {
 		return remote.Info{}, err
 	}
+	// Closing the body early drops the connection of a server that
+	// ignored Range and sends the whole file.
 	resp.Body.Close()
-	info := remote.Info{Name: path.Base(p), Mode: fileMode, Size: resp.ContentLength, ETag: resp.Header.Get("ETag")}
+	size := resp.ContentLength // 200: the server ignores Range
+	if resp.StatusCode == nethttp.StatusPartialContent || resp.StatusCode == nethttp.StatusRequestedRangeNotSatisfiable {
+		size = -1
+		if cr, ok := parseContentRange(resp.Header.Get("Content-Range")); ok {
+			size = cr.total // 416 for an empty file: "bytes */0"
+		}
+	}
+	return statInfo(p, resp, size), nil
+}
+
+// statInfo is the Info of p that the headers of resp give, for a file of
+// size bytes (-1: not said).
+func statInfo(p string, resp *nethttp.Response, size int64) remote.Info {
+	info := remote.Info{Name: path.Base(p), Mode: fileMode, Size: size, ETag: resp.Header.Get("ETag")}
 	if t, err := nethttp.ParseTime(resp.Header.Get("Last-Modified")); err == nil {
 		info.Mtime = t
 	}
-	if isDirURL(resp) {
+	if isDir(resp) {
 		info.Mode, info.Size = dirMode, 0
 	}
-	return info, nil
-}
-
-// isDirURL reports whether the response came from a URL path ending in
-// "/" (after redirects), which is how HTTP servers mark directories.
-func isDirURL(resp *nethttp.Response) bool {
-	return strings.HasSuffix(resp.Request.URL.Path, "/")
+	return info
 }
 
 // List reads the HTML listing of directory p with one GET.
@@ -235,14 +300,14 @@ func (s *backend) ReadRange(ctx context.Context, p string, off, n int64) (io.Rea
 	}
 	body := resp.Body.(*progressBody)
 	switch {
-	case isDirURL(resp):
+	case isDir(resp):
 		body.Close()
 		return nil, s.srv.Error(syscall.EISDIR, "read", p, syscall.EISDIR)
 	case resp.StatusCode == nethttp.StatusRequestedRangeNotSatisfiable:
 		body.Close() // off is at or past the end of the file
 		return nethttp.NoBody, nil
 	case resp.StatusCode == nethttp.StatusPartialContent:
-		if start, ok := contentRangeStart(resp.Header.Get("Content-Range")); !ok || start != off {
+		if cr, ok := parseContentRange(resp.Header.Get("Content-Range")); !ok || cr.start != off {
 			body.Close()
 			return nil, s.srv.Errorf(syscall.EIO, "read", p, "asked for bytes from %d, the server sent %q", off, resp.Header.Get("Content-Range"))
 		}
@@ -264,20 +329,6 @@ func (s *backend) ReadRange(ctx context.Context, p string, off, n int64) (io.Rea
 	return body, nil
 }
 
-// contentRangeStart parses the first byte of "bytes START-END/TOTAL".
-func contentRangeStart(h string) (int64, bool) {
-	rest, ok := strings.CutPrefix(h, "bytes ")
-	if !ok {
-		return 0, false
-	}
-	start, _, ok := strings.Cut(rest, "-")
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(start, 10, 64)
-	return n, err == nil
-}
-
 // Close aborts transfers in progress and closes every connection.
 func (s *backend) Close() error {
 	s.close()
@@ -292,7 +343,8 @@ func (s *backend) describe(p string) string {
 }
 
 // send makes one request for p, the HTTP side of op, and returns a
-// successful response (2xx, or 416 for a Range request), whose Body is a
+// successful response (2xx, 416 for a Range request, or a redirect that
+// says p is a directory: isDir), whose Body is a
 // *progressBody that the caller must close. Any other answer becomes an
 // error with its errno. A 401 is retried once when a password can be had.
 func (s *backend) send(ctx context.Context, op, method, p, rng string) (*nethttp.Response, error) {
@@ -327,11 +379,13 @@ func (s *backend) send(ctx context.Context, op, method, p, rng string) (*nethttp
 		resp.Body = s.newProgressBody(ctx, reqCtx, op, p, resp.Body, func() { cancel(errStalled) }, done)
 
 		code := resp.StatusCode
-		if code >= 200 && code < 300 || code == nethttp.StatusRequestedRangeNotSatisfiable && rng != "" {
+		if code >= 200 && code < 300 || code == nethttp.StatusRequestedRangeNotSatisfiable && rng != "" ||
+			code >= 300 && code < 400 && isDir(resp) {
 			return resp, nil
 		}
 		resp.Body.Close()
-		if code == nethttp.StatusUnauthorized && !retried {
+		// Credentials are asked for the user's origin only (checkRedirect).
+		if code == nethttp.StatusUnauthorized && !retried && sameServer(resp.Request.URL, &s.base) {
 			if again, err := s.askPassword(sent, op, p); err != nil {
 				return nil, err
 			} else if again {
@@ -381,13 +435,8 @@ func (s *backend) statusError(resp *nethttp.Response, op, p string, sent credent
 		return s.srv.Errorf(syscall.EACCES, op, p, "the server asks for a login; name the user as user@host and give the password in ~/.netrc (%s)", resp.Status)
 	case code == nethttp.StatusForbidden || code == nethttp.StatusProxyAuthRequired:
 		return s.srv.Errorf(syscall.EACCES, op, p, "access refused (%s)", resp.Status)
-	case code >= 300 && code < 400:
-		loc, _ := resp.Location()
-		to := "elsewhere"
-		if loc != nil {
-			to = loc.Redacted()
-		}
-		return s.srv.Errorf(syscall.EIO, op, p, "the server redirects to %s, another server, which wirefs does not follow (%s)", to, resp.Status)
+	case code == nethttp.StatusMethodNotAllowed || code == nethttp.StatusNotImplemented:
+		return s.srv.Errorf(syscall.ENOTSUP, op, p, "the server refuses %s (%s)", resp.Request.Method, resp.Status)
 	default:
 		return s.srv.Errorf(syscall.EIO, op, p, "the server answers %s", resp.Status)
 	}

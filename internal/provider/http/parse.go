@@ -276,3 +276,50 @@ func isDigits(s string) bool {
 	}
 	return s != ""
 }
+
+// contentRange is a Content-Range header: bytes start to end (inclusive)
+// of total (-1: "*", not said). A 416's "bytes */total" has start and end
+// -1.
+type contentRange struct{ start, end, total int64 }
+
+// parseContentRange parses "bytes START-END/TOTAL", "bytes START-END/*"
+// and "bytes */TOTAL" (RFC 9110 §14.4).
+func parseContentRange(h string) (contentRange, bool) {
+	rest, ok := strings.CutPrefix(h, "bytes ")
+	if !ok {
+		return contentRange{}, false
+	}
+	span, total, ok := strings.Cut(rest, "/")
+	if !ok {
+		return contentRange{}, false
+	}
+	cr := contentRange{start: -1, end: -1, total: -1}
+	if total != "*" {
+		if cr.total, ok = nonNegative(total); !ok {
+			return contentRange{}, false
+		}
+	}
+	if span == "*" {
+		return cr, cr.total >= 0
+	}
+	first, last, ok := strings.Cut(span, "-")
+	if !ok {
+		return contentRange{}, false
+	}
+	var ok1, ok2 bool
+	cr.start, ok1 = nonNegative(first)
+	cr.end, ok2 = nonNegative(last)
+	if !ok1 || !ok2 || cr.end < cr.start || cr.total >= 0 && cr.end >= cr.total {
+		return contentRange{}, false
+	}
+	return cr, true
+}
+
+// nonNegative parses a decimal number of bytes: digits only.
+func nonNegative(s string) (int64, bool) {
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}

@@ -148,3 +148,47 @@ func BenchmarkParseListing(b *testing.B) {
 		}
 	}
 }
+
+func TestParseContentRange(t *testing.T) {
+	for h, want := range map[string]string{
+		"bytes 0-0/13":                   "0 0 13",
+		"bytes 100-199/5000":             "100 199 5000",
+		"bytes 0-0/*":                    "0 0 -1",
+		"bytes */0":                      "-1 -1 0",
+		"bytes */42":                     "-1 -1 42",
+		"bytes 5-4/10":                   "bad",
+		"bytes 0-10/10":                  "bad",
+		"bytes */*":                      "bad",
+		"bytes -1-2/3":                   "bad",
+		"bytes +1-2/3":                   "bad",
+		"bits 0-0/1":                     "bad",
+		"bytes 0-0":                      "bad",
+		"bytes 0/1":                      "bad",
+		"":                               "bad",
+		"bytes 0-0/99999999999999999999": "bad",
+	} {
+		got := "bad"
+		if cr, ok := parseContentRange(h); ok {
+			got = fmt.Sprintf("%d %d %d", cr.start, cr.end, cr.total)
+		}
+		if got != want {
+			t.Errorf("parseContentRange(%q) = %s, want %s", h, got, want)
+		}
+	}
+}
+
+func FuzzParseContentRange(f *testing.F) {
+	for _, h := range []string{"bytes 0-0/13", "bytes 0-0/*", "bytes */0", "bytes 5-4/10", "bytes 1-2"} {
+		f.Add(h)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		cr, ok := parseContentRange(h)
+		if !ok {
+			return
+		}
+		if cr.total < -1 || cr.start < -1 || cr.end < cr.start || (cr.start == -1) != (cr.end == -1) ||
+			cr.start == -1 && cr.total < 0 || cr.total >= 0 && cr.end >= cr.total {
+			t.Fatalf("parseContentRange(%q) = %+v", h, cr)
+		}
+	})
+}
