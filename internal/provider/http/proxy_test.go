@@ -17,56 +17,6 @@ import (
 	"wirefs/internal/testsrv"
 )
 
-// forward relays every connection to 127.0.0.1:PORT on to target, as a
-// port forward (ssh -L, a container's published port) or a TCP proxy
-// does, until the test ends. It returns the forwarder's address.
-func forward(t *testing.T, target string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			in, err := l.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", target)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, in, out)
-			mu.Unlock()
-			wg.Add(2)
-			relay := func(dst, src net.Conn) {
-				defer wg.Done()
-				io.Copy(dst, src)
-				dst.(*net.TCPConn).CloseWrite()
-			}
-			go relay(out, in)
-			go relay(in, out)
-		}
-	}()
-	return l.Addr().String()
-}
-
 // TestDirectoriesBehindForwarder: nginx answers "GET /dir" with a 301 whose
 // Location names its own port, not the forwarder's the client used; the
 // redirect only adds "/", so it says "directory", and the whole tree
@@ -75,7 +25,7 @@ func forward(t *testing.T, target string) string {
 func TestDirectoriesBehindForwarder(t *testing.T) {
 	root := tree(t)
 	nginx, _ := testsrv.Nginx(t, root, false)
-	fwd := forward(t, nginx)
+	fwd := testsrv.Forward(t, nginx).Addr
 
 	// The premise: nginx's Location names nginx's origin.
 	noFollow := &nethttp.Client{CheckRedirect: func(*nethttp.Request, []*nethttp.Request) error { return nethttp.ErrUseLastResponse }}

@@ -59,6 +59,9 @@ type backend struct {
 	srv session.Server // "sftp user@host" in messages
 	s   *session.Session[*conn]
 
+	// warnedRename: the log said once that this server's rename cannot
+	// replace a file.
+	warnedRename atomic.Bool
 	// nameMax is the longest name the server takes, from its last
 	// Statfs answer; 0 until then (defaultNameMax).
 	nameMax atomic.Uint32
@@ -176,25 +179,149 @@ func (b *backend) List(ctx context.Context, p string) ([]remote.Info, error) {
 	}, nil)
 }
 
+// Store replaces p whole. The bytes go to a temporary name in p's
+// directory (remote.TempName), renamed over p once they are all there, so
+// that a failed upload never leaves part of the data under p's name; the
+// temporary is removed on failure (on a new connection when the old one
+// broke). posix-rename@openssh.com replaces p atomically; a server
+// without it cannot rename over a file, so p is removed just before
+// (logged once). The new file gets p's mode (perm when p is new) and, as
+// far as the server lets the login user, p's owner; other hard links to
+// p keep the old data (as with rsync).
+//
+// Written in place as before: a symbolic link at p (a rename would
+// replace the link, not the file it names), and p in a directory where
+// the login user may not create files.
 func (b *backend) Store(ctx context.Context, p string, r io.Reader, size int64, perm os.FileMode) error {
 	src := newSource(ctx, r, size)
 	// The transfer may outlive a cancelled Store: stop it reading r.
 	defer src.stop()
-	return b.do(ctx, "store", p, nil, func(c *conn) error {
-		f, created, err := b.openStore(c, p)
-		if err != nil {
-			return err
+	var left atomic.Pointer[string] // a temporary that may be on the server
+	err := b.do(ctx, "store", p, nil, func(c *conn) error {
+		return b.storeVia(c, p, src, size, perm, &left)
+	})
+	if tmp := left.Load(); err != nil && tmp != nil && ctx.Err() == nil {
+		b.removeTemp(ctx, *tmp)
+	}
+	return err
+}
+
+// storeVia is Store on connection c; left holds the temporary while it
+// may exist.
+func (b *backend) storeVia(c *conn, p string, src *source, size int64, perm os.FileMode, left *atomic.Pointer[string]) error {
+	tmp := remote.TempName(p)
+	// What is at p and the temporary's creation: one round trip.
+	var old os.FileInfo
+	var lerr error
+	looked := make(chan struct{})
+	go func() { old, lerr = c.sftp.Lstat(p); close(looked) }()
+	f, err := c.sftp.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+	<-looked
+	if err == nil {
+		left.Store(&tmp)
+	}
+	switch {
+	case lerr == nil && (old.Mode()&os.ModeSymlink != 0 || old.IsDir()), // the open in place says EISDIR
+		err != nil && errors.Is(err, os.ErrPermission) && lerr == nil && !old.IsDir():
+		if err == nil {
+			f.Close()
+			b.dropTemp(c, tmp, left)
 		}
-		if created {
-			// Exactly perm, special bits included: the server's open
-			// applied its umask.
-			if err := f.Chmod(perm); err != nil {
-				f.Close()
-				return err
+		return b.storeInPlace(c, p, src, size, perm)
+	case err != nil:
+		return b.explain(c, "store", p, opens, err)
+	}
+	// p's mode and owner (perm for a new file) travel beside the data.
+	attrs := make(chan error, 1)
+	go func() {
+		mode := perm
+		if lerr == nil {
+			mode = old.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
+		}
+		err := c.sftp.Chmod(tmp, mode)
+		if st, ok := statOf(old, lerr); ok {
+			if cerr := c.sftp.Chown(tmp, int(st.UID), int(st.GID)); cerr != nil {
+				b.log.Debug("sftp: the replaced file keeps the login user as owner", "path", p, "err", cerr)
 			}
 		}
-		return b.fill(c, "store", p, f, src, size, nil)
+		attrs <- err
+	}()
+	err = b.fill(c, "store", p, f, src, size, func(*sftp.File) error { return <-attrs })
+	if err == nil {
+		err = b.replace(c, tmp, p, lerr == nil)
+	}
+	if err != nil {
+		b.dropTemp(c, tmp, left)
+		return err
+	}
+	left.Store(nil)
+	return nil
+}
+
+// statOf returns the SFTP attributes of fi, when Lstat gave them.
+func statOf(fi os.FileInfo, err error) (*sftp.FileStat, bool) {
+	if err != nil {
+		return nil, false
+	}
+	st, ok := fi.Sys().(*sftp.FileStat)
+	return st, ok
+}
+
+// replace renames tmp to p, which exists when existed.
+func (b *backend) replace(c *conn, tmp, p string, existed bool) error {
+	if c.posixRename {
+		return b.explain(c, "store", p, changes, c.sftp.PosixRename(tmp, p))
+	}
+	if existed {
+		if !b.warnedRename.Swap(true) {
+			b.log.Warn("sftp: the server has no posix-rename@openssh.com, whose rename cannot replace a file: a store removes the old file just before the new one takes its name",
+				"server", b.srv.Host)
+		}
+		if err := c.sftp.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return b.explain(c, "store", p, changes, err)
+		}
+	}
+	return b.explain(c, "store", p, changes, c.sftp.Rename(tmp, p))
+}
+
+// dropTemp removes the temporary tmp after a failure; when the connection
+// is broken, Store tries again on a new one.
+func (b *backend) dropTemp(c *conn, tmp string, left *atomic.Pointer[string]) {
+	if err := c.sftp.Remove(tmp); err == nil || errors.Is(err, os.ErrNotExist) {
+		left.Store(nil)
+	}
+}
+
+// removeTemp removes the temporary tmp that a failed Store left when its
+// connection broke.
+func (b *backend) removeTemp(ctx context.Context, tmp string) {
+	err := b.do(ctx, "store", tmp, session.Always, func(c *conn) error {
+		if err := c.sftp.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
 	})
+	if err != nil {
+		b.log.Warn("sftp: cannot remove the temporary file of a failed upload", "path", tmp, "err", err)
+	}
+}
+
+// storeInPlace writes src over p itself: what Store does where a
+// temporary cannot be used.
+func (b *backend) storeInPlace(c *conn, p string, src *source, size int64, perm os.FileMode) error {
+	f, created, err := b.openStore(c, p)
+	if err != nil {
+		return err
+	}
+	if created {
+		// Exactly perm, special bits included: the server's open
+		// applied its umask.
+		if err := f.Chmod(perm); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return b.fill(c, "store", p, f, src, size, nil)
 }
 
 // openStore opens p for writing from its start: a new file, or else the
