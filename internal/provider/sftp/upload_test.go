@@ -1,0 +1,99 @@
+package sftp
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"wirefs/internal/testsrv"
+)
+
+// checkIntact fails unless the server's disk has exactly want at p and no
+// temporary of an upload in p's directory.
+func checkIntact(t *testing.T, p string, want []byte) {
+	t.Helper()
+	got, err := os.ReadFile(p)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("%s on the server: %d bytes (%v), want the %d bytes it had", p, len(got), err, len(want))
+	}
+	ents, _ := os.ReadDir(filepath.Dir(p))
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".wirefs-") {
+			t.Errorf("a temporary is left on the server: %s", e.Name())
+		}
+	}
+}
+
+func randomBytes(n int, seed int64) []byte {
+	b := make([]byte, n)
+	rand.New(rand.NewSource(seed)).Read(b)
+	return b
+}
+
+// TestFailedUploadFullDisk: an upload that fills the server's disk fails
+// with ENOSPC and leaves the old file whole under its name, and no
+// temporary.
+func TestFailedUploadFullDisk(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
+		testsrv.Unavailable(t, fmt.Sprintf("cannot mount a small tmpfs: %v: %s", err, out))
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	old := randomBytes(100<<10, 1)
+	p := filepath.Join(dir, "f.bin")
+	if err := os.WriteFile(p, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := e.dial(t, alias)
+	data := randomBytes(4<<20, 2)
+	err := b.Store(context.Background(), p, bytes.NewReader(data), int64(len(data)), 0o644)
+	wantErrno(t, "store 4 MiB into 1 MiB", err, syscall.ENOSPC)
+	checkIntact(t, p, old)
+
+	// What fits replaces the file whole, with its mode.
+	small := randomBytes(200<<10, 3)
+	if err := b.Store(context.Background(), p, bytes.NewReader(small), int64(len(small)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkIntact(t, p, small)
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
+		t.Errorf("the replaced file has mode %v, want the old one's 0600", fi.Mode())
+	}
+}
+
+// TestFailedUploadCutConnection: the connection breaks half-way through
+// an upload; the old file stays whole, and the temporary is removed on a
+// new connection.
+func TestFailedUploadCutConnection(t *testing.T) {
+	e := newEnv(t)
+	fwd := testsrv.Forward(t, e.srv.Addr)
+	o := e.o
+	o.AcceptNewHostKeys = true
+	e.o = o
+	b := e.dial(t, e.srv.User+"@"+fwd.Addr)
+	ctx := context.Background()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f.bin")
+	old := randomBytes(300<<10, 1)
+	if err := b.Store(ctx, p, bytes.NewReader(old), int64(len(old)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkIntact(t, p, old)
+
+	fwd.CutAfter(1 << 20)
+	data := randomBytes(8<<20, 2)
+	err := b.Store(ctx, p, bytes.NewReader(data), int64(len(data)), 0o644)
+	if err == nil || fwd.Cuts() != 1 {
+		t.Fatalf("store through a cut connection: %v (cuts %d)", err, fwd.Cuts())
+	}
+	t.Logf("the store failed as it should: %v", err)
+	checkIntact(t, p, old)
+}
