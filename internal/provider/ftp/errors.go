@@ -81,7 +81,10 @@ func isConnLoss(err error) bool {
 	}
 	var reply *textproto.Error
 	if errors.As(err, &reply) {
-		return reply.Code == ftplib.StatusNotAvailable
+		// vsftpd's "500 OOPS: ..." is its session dying (a killed
+		// helper process: "child died"); the connection closes next.
+		return reply.Code == ftplib.StatusNotAvailable ||
+			reply.Code == ftplib.StatusBadCommand && strings.HasPrefix(reply.Msg, "OOPS")
 	}
 	return true
 }

@@ -24,9 +24,9 @@
 //     directories at once.
 //   - Reads: RETR with REST for the offset; an early Close closes the data
 //     connection and waits at most abortWait for the server's reply.
-//   - Store: STOR straight to the name (see Store for why not a temporary
-//     name and RNFR/RNTO); SITE CHMOD for modes; MKD, RMD, DELE,
-//     RNFR/RNTO.
+//   - Store: STOR to a temporary name, then RNFR/RNTO over the name (see
+//     Store for the servers that need otherwise); APPE for appends; SITE
+//     CHMOD for modes; MKD, RMD, DELE, RNFR/RNTO.
 package ftp
 
 import (
@@ -78,6 +78,9 @@ type Backend struct {
 	slots     chan struct{} // one per leased connection: at most MaxConns
 	transfers chan struct{} // one per leased transfer: at most MaxConns-1
 	noEPSV    atomic.Bool
+	// inPlace: temporaries cannot be used on this server (Store);
+	// warnedReplace: the log said that its RNTO does not replace.
+	inPlace, warnedReplace atomic.Bool
 
 	mu     sync.Mutex
 	idle   []*pconn
@@ -448,20 +451,156 @@ func (r *rangeReader) Close() error {
 	return nil
 }
 
-// Store writes size bytes of r (size < 0: all of r) to p with STOR.
+// Store replaces p whole with size bytes of r (size < 0: all of r). The
+// bytes go with STOR to a temporary name in p's directory
+// (remote.TempName), renamed over p with RNFR/RNTO once the server has
+// them all, so that a failed upload never leaves part of the data under
+// p's name; the temporary is deleted on failure (on a new connection when
+// the old one broke). The new file gets p's mode as its parent's listing
+// shows it (perm when p is new) with SITE CHMOD; other hard links to p
+// keep the old data (as with rsync).
 //
-// Straight to the name, not to a temporary name renamed into place: many
-// servers let a user upload but not rename or delete (vsftpd's anonymous
-// uploads without anon_other_write_enable, "incoming" directories), so a
-// rename would fail where a plain upload works, and a failed upload would
-// leave temporary files the user cannot remove. A failed STOR may leave a
-// partial file; Store then returns an error and the caller (the cache's
-// write-back) retries, and a successful STOR leaves the whole file.
+// Servers differ in what they let a user do:
+//   - RNTO onto an existing file replaces it on Unix servers (vsftpd,
+//     ProFTPD, Pure-FTPd and pyftpdlib call rename(2)); a server that
+//     refuses to (IIS and others that keep the old file) gets p deleted
+//     first, logged once: for a moment p does not exist.
+//   - Where the temporary cannot be created (a directory whose files the
+//     user may write but not add to) or renamed (vsftpd's anonymous
+//     uploads without anon_other_write_enable, "incoming" directories),
+//     the session stores straight to the name from then on, logged once:
+//     there a failed upload may leave part of the file, which the
+//     cache's retry replaces.
 func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, perm os.FileMode) error {
-	src := &countingReader{r: r}
-	if size >= 0 {
-		src.r = io.LimitReader(r, size)
+	if b.inPlace.Load() {
+		return b.storeInPlace(ctx, p, r, size, perm)
 	}
+	tmp := remote.TempName(p)
+	rewind := rewinder(r)
+	src := counting(r, size)
+	// p's mode, from its parent's listing on another connection while
+	// the data go.
+	mode := make(chan os.FileMode, 1)
+	go func() {
+		m := perm
+		b.do(ctx, "store", p, func(pc *pconn) error {
+			old, found, err := pc.find(p)
+			if found {
+				m = old.Mode & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
+			}
+			return err
+		})
+		mode <- m
+	}()
+	pc, err := b.use(ctx, true, "store", p, session.Unsent(src.sent), func(pc *pconn) error {
+		return pc.sc.Stor(b.serverPath(tmp), src)
+	})
+	perm = <-mode
+	if err == nil {
+		b.put(pc)
+		if size >= 0 && src.n != size {
+			err = b.srv.Errorf(syscall.EIO, "store", p, "the data ended after %d of %d bytes", src.n, size)
+		}
+	} else if src.n == 0 && refused(err) {
+		b.storeInPlaceFromNow(p, "cannot create a temporary file beside it", err)
+		return b.storeInPlace(ctx, p, r, size, perm)
+	}
+	if err == nil {
+		err = b.do(ctx, "store", p, func(pc *pconn) error {
+			pc.chmodQuietly(tmp, perm)
+			return pc.replace(tmp, p)
+		})
+		if refused(err) {
+			b.storeInPlaceFromNow(p, "cannot rename a temporary file over it", err)
+			if rewind() {
+				b.dropTemp(ctx, tmp)
+				return b.storeInPlace(ctx, p, r, size, perm)
+			}
+		}
+	}
+	if err != nil {
+		b.dropTemp(ctx, tmp)
+	}
+	return err
+}
+
+// rewinder returns a func that puts r back where it is now, when r can
+// seek (the cache's data files), and reports whether it did.
+func rewinder(r io.Reader) func() bool {
+	s, ok := r.(io.Seeker)
+	if !ok {
+		return func() bool { return false }
+	}
+	at, err := s.Seek(0, io.SeekCurrent)
+	return func() bool {
+		if err != nil {
+			return false
+		}
+		_, serr := s.Seek(at, io.SeekStart)
+		return serr == nil
+	}
+}
+
+// refused reports a refusal by permission, as opposed to a failure.
+func refused(err error) bool {
+	errno := ns.Errno(err)
+	return errno == syscall.EACCES || errno == syscall.EPERM
+}
+
+// storeInPlaceFromNow makes the session's stores go straight to their
+// names, saying once why.
+func (b *Backend) storeInPlaceFromNow(p, why string, err error) {
+	if !b.inPlace.Swap(true) {
+		b.log.Warn("ftp: the server "+why+"; stores go straight to the file's name from now on, and a failed one may leave part of the file",
+			"server", b.srv.Host, "path", p, "err", err)
+	}
+}
+
+// replace renames tmp over p. A server that refuses to replace an
+// existing file gets it deleted first.
+func (pc *pconn) replace(tmp, p string) error {
+	st, sp := pc.b.serverPath(tmp), pc.b.serverPath(p)
+	err := pc.sc.Rename(st, sp)
+	var reply *textproto.Error
+	if err == nil || !errors.As(err, &reply) {
+		return err
+	}
+	if _, serr := pc.sc.FileSize(sp); serr != nil {
+		return err // nothing there to replace: the rename itself is refused
+	}
+	if !pc.b.warnedReplace.Swap(true) {
+		pc.b.log.Warn("ftp: the server does not rename over an existing file; a store deletes the old file just before the new one takes its name",
+			"server", pc.b.srv.Host, "err", err)
+	}
+	if derr := pc.sc.Delete(sp); derr != nil {
+		return err
+	}
+	return pc.sc.Rename(st, sp)
+}
+
+// dropTemp deletes the temporary of a failed Store, unless the caller
+// gave up (then it stays, and the log says where).
+func (b *Backend) dropTemp(ctx context.Context, tmp string) {
+	err := ctx.Err()
+	if err == nil {
+		err = b.do(ctx, "store", tmp, func(pc *pconn) error {
+			err := pc.sc.Delete(b.serverPath(tmp))
+			var reply *textproto.Error
+			if errors.As(err, &reply) && reply.Code == ftplib.StatusFileUnavailable {
+				return nil // never made
+			}
+			return err
+		})
+	}
+	if err != nil {
+		b.log.Warn("ftp: cannot delete the temporary file of a failed upload", "server", b.srv.Host, "path", tmp, "err", err)
+	}
+}
+
+// storeInPlace is STOR straight to p: Store where a temporary cannot be
+// used. Only a new file gets perm.
+func (b *Backend) storeInPlace(ctx context.Context, p string, r io.Reader, size int64, perm os.FileMode) error {
+	src := counting(r, size)
 	var created bool
 	pc, err := b.use(ctx, true, "store", p, session.Unsent(src.sent), func(pc *pconn) error {
 		sp := b.serverPath(p)
@@ -496,7 +635,7 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 // SIZE). Never retried once data went out: a second APPE would append
 // twice.
 func (b *Backend) Append(ctx context.Context, p string, r io.Reader, n int64) (int64, error) {
-	src := &countingReader{r: io.LimitReader(r, n)}
+	src := counting(r, n)
 	size := int64(-1)
 	pc, err := b.use(ctx, true, "append", p, session.Unsent(src.sent), func(pc *pconn) error {
 		sp := b.serverPath(p)
@@ -528,6 +667,14 @@ func (b *Backend) Append(ctx context.Context, p string, r io.Reader, n int64) (i
 type countingReader struct {
 	r io.Reader
 	n int64
+}
+
+// counting counts the size bytes of r (size < 0: all of r).
+func counting(r io.Reader, size int64) *countingReader {
+	if size >= 0 {
+		r = io.LimitReader(r, size)
+	}
+	return &countingReader{r: r}
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {

@@ -8,28 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 
+	"wirefs/internal/remote/remotetest"
 	"wirefs/internal/testsrv"
 )
-
-// checkIntact fails unless the server's disk has exactly want at p and no
-// temporary of an upload in p's directory.
-func checkIntact(t *testing.T, p string, want []byte) {
-	t.Helper()
-	got, err := os.ReadFile(p)
-	if err != nil || !bytes.Equal(got, want) {
-		t.Errorf("%s on the server: %d bytes (%v), want the %d bytes it had", p, len(got), err, len(want))
-	}
-	ents, _ := os.ReadDir(filepath.Dir(p))
-	for _, e := range ents {
-		if strings.Contains(e.Name(), ".wirefs-") {
-			t.Errorf("a temporary is left on the server: %s", e.Name())
-		}
-	}
-}
 
 func randomBytes(n int, seed int64) []byte {
 	b := make([]byte, n)
@@ -56,14 +40,14 @@ func TestFailedUploadFullDisk(t *testing.T) {
 	data := randomBytes(4<<20, 2)
 	err := b.Store(context.Background(), p, bytes.NewReader(data), int64(len(data)), 0o644)
 	wantErrno(t, "store 4 MiB into 1 MiB", err, syscall.ENOSPC)
-	checkIntact(t, p, old)
+	remotetest.CheckIntact(t, p, old)
 
 	// What fits replaces the file whole, with its mode.
 	small := randomBytes(200<<10, 3)
 	if err := b.Store(context.Background(), p, bytes.NewReader(small), int64(len(small)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	checkIntact(t, p, small)
+	remotetest.CheckIntact(t, p, small)
 	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
 		t.Errorf("the replaced file has mode %v, want the old one's 0600", fi.Mode())
 	}
@@ -86,7 +70,7 @@ func TestFailedUploadCutConnection(t *testing.T) {
 	if err := b.Store(ctx, p, bytes.NewReader(old), int64(len(old)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	checkIntact(t, p, old)
+	remotetest.CheckIntact(t, p, old)
 
 	fwd.CutAfter(1 << 20)
 	data := randomBytes(8<<20, 2)
@@ -95,5 +79,5 @@ func TestFailedUploadCutConnection(t *testing.T) {
 		t.Fatalf("store through a cut connection: %v (cuts %d)", err, fwd.Cuts())
 	}
 	t.Logf("the store failed as it should: %v", err)
-	checkIntact(t, p, old)
+	remotetest.CheckIntact(t, p, old)
 }

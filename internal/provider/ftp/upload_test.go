@@ -1,0 +1,107 @@
+package ftp
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"wirefs/internal/remote"
+	"wirefs/internal/remote/remotetest"
+	"wirefs/internal/testsrv"
+)
+
+// TestFailedUploadFullDisk: an upload that fills the server's disk fails
+// and leaves the old file whole under its name, and no
+// temporary; one that fits replaces it, keeping its mode.
+func TestFailedUploadFullDisk(t *testing.T) {
+	f := newFixture(t, map[string]string{"small/": ""})
+	dir := filepath.Join(f.root, "small")
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
+		testsrv.Unavailable(t, fmt.Sprintf("cannot mount a small tmpfs: %v: %s", err, out))
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	u, err := user.Lookup(strings.Split(f.server, "@")[0])
+	mustDo(t, err)
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	mustDo(t, os.Chown(dir, uid, gid))
+	p := filepath.Join(dir, "f.bin")
+	old := randomBytes(100 << 10)
+	mustDo(t, os.WriteFile(p, old, 0o600))
+	mustDo(t, os.Chown(p, uid, gid))
+
+	b := f.dial(t, remote.Options{})
+	data := randomBytes(4 << 20)
+	err = b.Store(context.Background(), "/small/f.bin", bytes.NewReader(data), int64(len(data)), 0o644)
+	// vsftpd says "451 Failure writing to local file.": EIO, not ENOSPC.
+	if err == nil {
+		t.Fatal("a store of 4 MiB into 1 MiB succeeded")
+	}
+	remotetest.CheckIntact(t, p, old)
+
+	small := randomBytes(200 << 10)
+	mustDo(t, b.Store(context.Background(), "/small/f.bin", bytes.NewReader(small), int64(len(small)), 0o644))
+	remotetest.CheckIntact(t, p, small)
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
+		t.Errorf("the replaced file has mode %v, want the old one's 0600", fi.Mode())
+	}
+}
+
+// gate is a reader that stops after n bytes until resume is closed,
+// closing reached when it gets there.
+type gate struct {
+	r       io.Reader
+	n       int64
+	once    sync.Once
+	reached chan struct{}
+	resume  chan struct{}
+}
+
+func (g *gate) Read(p []byte) (int, error) {
+	if g.n <= 0 {
+		g.once.Do(func() { close(g.reached) })
+		<-g.resume
+	} else if int64(len(p)) > g.n {
+		p = p[:g.n]
+	}
+	n, err := g.r.Read(p)
+	g.n -= int64(n)
+	return n, err
+}
+
+// TestFailedUploadServerKilled: the server dies half-way through an
+// upload (every vsftpd process killed) and comes back; the old file is
+// whole, and the temporary is deleted on a new connection.
+func TestFailedUploadServerKilled(t *testing.T) {
+	f := newFixture(t, map[string]string{"dir/": ""})
+	p := filepath.Join(f.root, "dir", "f.bin")
+	old := randomBytes(300 << 10)
+	b := f.dial(t, remote.Options{})
+	ctx := context.Background()
+	mustDo(t, b.Store(ctx, "/dir/f.bin", bytes.NewReader(old), int64(len(old)), 0o644))
+	remotetest.CheckIntact(t, p, old)
+
+	data := randomBytes(8 << 20)
+	g := &gate{r: bytes.NewReader(data), n: 1 << 20, reached: make(chan struct{}), resume: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() { done <- b.Store(ctx, "/dir/f.bin", g, int64(len(data)), 0o644) }()
+	<-g.reached
+	f.srv.Kill()
+	f.srv.Start()
+	close(g.resume)
+	if err := <-done; err == nil {
+		t.Fatal("a store whose server was killed half-way succeeded")
+	} else {
+		t.Logf("the store failed as it should: %v", err)
+	}
+	remotetest.CheckIntact(t, p, old)
+}
