@@ -158,11 +158,12 @@ type Cache struct {
 
 	ctx    context.Context // cancelled by Close: ends dials
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // dial goroutines
+	wg     sync.WaitGroup // dial goroutines and index
 
 	mu      sync.Mutex
 	trees   map[string]*tree            // by key
 	scanned map[string]map[string]*file // files found on disk by New, by session directory and path, until Root adopts them
+	indexed chan struct{}               // closed when index ends
 	closed  bool
 
 	evictMu sync.Mutex // one eviction pass at a time
@@ -196,11 +197,15 @@ func New(dir string, limit int64, log *slog.Logger) (*Cache, error) {
 	c := &Cache{
 		dir: s.dir, slot: s, limit: limit, log: log, boot: bootID(), since: time.Now(),
 		ctx: ctx, cancel: cancel,
-		trees: map[string]*tree{}, scanned: map[string]map[string]*file{},
+		trees: map[string]*tree{}, scanned: map[string]map[string]*file{}, indexed: make(chan struct{}),
 		lru: list.New(),
 	}
-	c.scan()
-	c.evict()
+	todo := c.scan()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.index(todo)
+	}()
 	return c, nil
 }
 
@@ -210,78 +215,155 @@ func (c *Cache) sessionDir(key string) string {
 	return filepath.Join(c.dir, hex.EncodeToString(h[:16]))
 }
 
-// scan loads the records of every session directory: dirty files to write
-// back, clean data to account for and reuse once revalidated.
-func (c *Cache) scan() {
+// The start-up scan is two steps, so that a mount never waits for a
+// large cache: scan (in New) reads the names in every session directory
+// and the records of changed files (ID.meta), which must be known before a
+// server is used; index (in the background) reads the records of clean
+// data files, one extended attribute each, and hands them to their trees
+// (100k cached files take seconds). A file used before its record is
+// indexed is fetched again and its old record dropped; until index ends,
+// eviction does not count the data it has not seen yet.
+
+// found is a file found on disk by the start-up scan.
+type found struct {
+	f       *file
+	use     time.Time // when it was last used: its record's mtime
+	session string    // its session directory's name
+}
+
+// unindexed are the clean data files of one session directory whose
+// records index reads.
+type unindexed struct {
+	session, sdir string
+	ids           []string
+}
+
+// beforeIndex is called when index starts (tests hold it there).
+var beforeIndex = func(ctx context.Context) {}
+
+// scan finds every session directory's files (see above): the records of
+// changed files now, the clean data files to index.
+func (c *Cache) scan() []unindexed {
 	sessions, err := os.ReadDir(c.dir)
 	if err != nil {
 		c.log.Error("cache: cannot read the cache directory", "dir", c.dir, "err", err)
-		return
+		return nil
 	}
-	type found struct {
-		f   *file
-		use time.Time
-	}
-	var all []found
+	var todo []unindexed
 	for _, s := range sessions {
 		if !s.IsDir() || s.Name() == slotsDir {
 			continue
 		}
 		sdir := filepath.Join(c.dir, s.Name())
-		key, _ := os.ReadFile(filepath.Join(sdir, "key"))
 		names, err := os.ReadDir(sdir)
 		if err != nil {
 			c.log.Error("cache: cannot read a session directory", "dir", sdir, "err", err)
 			continue
 		}
-		files := map[string]found{}
-		dirty := 0
 		listed := make(map[string]bool, len(names))
 		for _, n := range names {
 			listed[n.Name()] = true
 		}
+		files := map[string]*file{}
+		clean := unindexed{session: s.Name(), sdir: sdir}
 		for _, n := range names {
 			name := n.Name()
+			id, ext := strings.TrimSuffix(name, filepath.Ext(name)), filepath.Ext(name)
 			switch {
-			case strings.HasSuffix(name, ".tmp"):
+			case ext == ".tmp":
 				os.Remove(filepath.Join(sdir, name)) // an interrupted record write
-			case strings.HasSuffix(name, ".data"), strings.HasSuffix(name, ".meta"):
-				id, ext := strings.TrimSuffix(name, filepath.Ext(name)), filepath.Ext(name)
-				if ext == ".data" && listed[id+".meta"] {
-					continue // loaded with its .meta
+			case ext == ".data" && !listed[id+".meta"]:
+				clean.ids = append(clean.ids, id)
+			case ext == ".meta":
+				if f, _ := c.load(sdir, id, true); f != nil {
+					keepOne(files, f)
 				}
-				f, use := c.load(sdir, id, ext == ".meta")
-				if f == nil {
-					continue
-				}
-				if old, dup := files[f.path]; dup && old.f.dirty && !f.dirty {
-					f.removeDisk() // two records for one path: keep the dirty one
-					continue
-				} else if dup {
-					old.f.removeDisk()
-				}
-				files[f.path] = found{f, use}
 			}
 		}
-		paths := map[string]*file{}
-		for p, x := range files {
-			paths[p] = x.f
-			all = append(all, x)
-			if x.f.dirty {
+		dirty := 0
+		for _, f := range files {
+			f.settle()
+			if f.dirty {
 				dirty++
 			}
 		}
 		if dirty > 0 {
+			key, _ := os.ReadFile(filepath.Join(sdir, "key"))
 			c.log.Warn("cache: files with changes not yet on the server; they are written back when the server is used again",
 				"server", strings.TrimSpace(string(key)), "files", dirty)
 		}
-		c.scanned[s.Name()] = paths
+		c.scanned[s.Name()] = files
+		if len(clean.ids) > 0 {
+			todo = append(todo, clean)
+		}
 	}
-	// Oldest first, so that the most recently used ends at the LRU's front.
-	sort.Slice(all, func(i, j int) bool { return all[i].use.Before(all[j].use) })
+	return todo
+}
+
+// keepOne puts f in files, by path; of two records for one path the dirty
+// one stays (else the later), and the other is dropped.
+func keepOne(files map[string]*file, f *file) {
+	old := files[f.path]
+	switch {
+	case old == nil:
+	case old.dirty && !f.dirty:
+		f.dropFound()
+		return
+	default:
+		old.dropFound()
+	}
+	files[f.path] = f
+}
+
+// dropFound removes the data and record of a clean file found on disk
+// that nobody uses.
+func (f *file) dropFound() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.present, f.dirty = nil, false
+	f.removeDisk()
+	f.settleLocked()
+}
+
+// index reads the records of the clean data files scan found (see above),
+// until Close.
+func (c *Cache) index(todo []unindexed) {
+	defer close(c.indexed)
+	beforeIndex(c.ctx)
+	var all []found
+	for _, u := range todo {
+		for _, id := range u.ids {
+			if c.ctx.Err() != nil {
+				return // the next start indexes them
+			}
+			if f, use := c.load(u.sdir, id, false); f != nil {
+				all = append(all, found{f, use, u.session})
+			}
+		}
+	}
+	// Behind what the trees used meanwhile, the oldest last.
+	sort.Slice(all, func(i, j int) bool { return all[i].use.After(all[j].use) })
 	for _, x := range all {
-		x.f.settle()
+		x.f.settleBehind()
 	}
+	c.mu.Lock()
+	trees := map[string]*tree{}
+	for _, t := range c.trees {
+		trees[filepath.Base(t.dir)] = t
+	}
+	adopt := map[*tree][]*file{}
+	for _, x := range all {
+		if t := trees[x.session]; t != nil {
+			adopt[t] = append(adopt[t], x.f)
+		} else {
+			keepOne(c.scanned[x.session], x.f)
+		}
+	}
+	c.mu.Unlock()
+	for t, files := range adopt {
+		t.adoptClean(files)
+	}
+	c.evict()
 }
 
 // load reads the record of id: its .meta file when inMeta, else the
@@ -430,6 +512,19 @@ func (f *file) settle() {
 	f.mu.Lock()
 	f.settleLocked()
 	f.mu.Unlock()
+}
+
+// settleBehind is settle for a file found by index: it goes behind the
+// files used since the start, as the least recently used.
+func (f *file) settleBehind() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.settleLocked()
+	if f.elem != nil {
+		f.c.lruMu.Lock()
+		f.c.lru.MoveToBack(f.elem)
+		f.c.lruMu.Unlock()
+	}
 }
 
 // evict removes least recently used clean files until the clean data fits

@@ -96,6 +96,24 @@ func (t *tree) adopt(files map[string]*file) {
 	}
 }
 
+// adoptClean takes over clean files index found on disk for this
+// session; one whose path the tree already has (used before index got
+// to it) is dropped.
+func (t *tree) adoptClean(files []*file) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, f := range files {
+		if t.files[f.path] != nil {
+			f.dropFound()
+			continue
+		}
+		f.mu.Lock()
+		f.t = t
+		f.mu.Unlock()
+		t.files[f.path] = f
+	}
+}
+
 // spawn runs fn in a goroutine that close waits for; false after close.
 func (t *tree) spawn(fn func()) bool {
 	if !t.enter() {

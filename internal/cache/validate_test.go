@@ -155,6 +155,7 @@ func TestCleanDataSurvivesRestartAndIsRevalidated(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c2.Close()
+	<-c2.indexed // what is read before is fetched again
 	root = c2.Root("local://restart", b, Options{TRead: new(time.Hour)})
 	stats, reads := b.n("Stat"), b.n("ReadRange")
 	if got := cat(t, root, "same"); string(got) != "unchanged" {
