@@ -215,6 +215,28 @@ func TestHTTP(t *testing.T) {
 	}
 }
 
+// TestHTTPBehindForwarder: nginx behind a port forward answers "GET /src"
+// with a redirect to its own port; ls -lR of a directory named directly
+// and of the whole tree work through the forwarder, and so does a server
+// that refuses HEAD.
+func TestHTTPBehindForwarder(t *testing.T) {
+	needFUSE(t)
+	root, _ := serverTree(t)
+	addr, _ := testsrv.Nginx(t, root, false, testsrv.NginxRefuseHEAD())
+	fwd := testsrv.Forward(t, addr)
+	m := remoteMount(t, t.TempDir())
+	dir := "http/" + fwd.Addr
+
+	r := mustOK(t, "ls -lR", bash(t, m, 30*time.Second, `ls -lR "$M/$1/src" && ls -lR "$M/$1/"`, dir))
+	for _, want := range []string{"main.c", "todo.txt", "lib:", strconv.Itoa(3<<20 + 123)} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("ls -lR lacks %q:\n%s", want, r.Stdout)
+		}
+	}
+	mustOK(t, "stat and cat", bash(t, m, 30*time.Second,
+		`test -d "$M/$1/src/lib" && test "$(stat -c %s "$M/$1/src/lib/todo.txt")" = 21 && grep -q TODO "$M/$1/src/lib/todo.txt"`, dir))
+}
+
 // Test9P: an editor-style save (write a new file, rename it over the old
 // one) and appends, with diod exporting a directory below "/".
 func Test9P(t *testing.T) {
