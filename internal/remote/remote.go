@@ -67,8 +67,10 @@ type Backend interface {
 // Writer is implemented by backends whose servers can be written.
 type Writer interface {
 	// Store replaces the contents of file p with size bytes read from r,
-	// creating p if needed (permission perm when created). When Store
-	// returns nil, the server has the data.
+	// creating p if needed (permission perm when created; an existing
+	// p's mode is kept). When Store returns nil, the server has the
+	// data; when it fails, p is as it was: the data go to a temporary
+	// name (TempName) renamed over p, wherever the server allows.
 	Store(ctx context.Context, p string, r io.Reader, size int64, perm os.FileMode) error
 	Mkdir(ctx context.Context, p string, perm os.FileMode) error
 	Remove(ctx context.Context, p string) error // a file (or symlink)
