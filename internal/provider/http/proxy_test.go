@@ -129,22 +129,21 @@ func TestStatWithoutHEAD(t *testing.T) {
 func TestRedirectToAnotherServer(t *testing.T) {
 	var gotAuth []string
 	var mu sync.Mutex
+	// file serves body and notes the Authorization header it was sent.
+	file := func(body string) nethttp.HandlerFunc {
+		return func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			mu.Lock()
+			gotAuth = append(gotAuth, r.Header.Get("Authorization"))
+			mu.Unlock()
+			w.Write([]byte(body))
+		}
+	}
 	other := nethttp.NewServeMux()
-	other.HandleFunc("/f", func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		mu.Lock()
-		gotAuth = append(gotAuth, r.Header.Get("Authorization"))
-		mu.Unlock()
-		w.Write([]byte("from the other server\n"))
-	})
+	other.HandleFunc("/f", file("from the other server\n"))
 	otherAddr := serve(t, other)
 	mux := nethttp.NewServeMux()
 	mux.Handle("/away", nethttp.RedirectHandler("http://"+otherAddr+"/f", nethttp.StatusFound))
-	mux.HandleFunc("/here", func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		mu.Lock()
-		gotAuth = append(gotAuth, r.Header.Get("Authorization"))
-		mu.Unlock()
-		w.Write([]byte("here\n"))
-	})
+	mux.HandleFunc("/here", file("here\n"))
 	addr := serve(t, mux)
 
 	home := t.TempDir()

@@ -452,11 +452,7 @@ func TestPermissionDenied(t *testing.T) {
 
 func TestNoSpaceOnServer(t *testing.T) {
 	e := newEnv(t)
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
-		testsrv.Unavailable(t, fmt.Sprintf("cannot mount a small tmpfs for the ENOSPC test: %v: %s", err, out))
-	}
-	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	dir := smallTmpfs(t)
 	b := e.dial(t, alias)
 	data := make([]byte, 4<<20)
 	err := b.Store(context.Background(), dir+"/big", bytes.NewReader(data), int64(len(data)), 0o644)

@@ -15,6 +15,18 @@ import (
 	"wirefs/internal/testsrv"
 )
 
+// smallTmpfs mounts a 1 MiB tmpfs for the test, on a temporary directory
+// it returns.
+func smallTmpfs(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
+		testsrv.Unavailable(t, fmt.Sprintf("cannot mount a small tmpfs: %v: %s", err, out))
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	return dir
+}
+
 func randomBytes(n int, seed int64) []byte {
 	b := make([]byte, n)
 	rand.New(rand.NewSource(seed)).Read(b)
@@ -26,11 +38,7 @@ func randomBytes(n int, seed int64) []byte {
 // temporary.
 func TestFailedUploadFullDisk(t *testing.T) {
 	e := newEnv(t)
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
-		testsrv.Unavailable(t, fmt.Sprintf("cannot mount a small tmpfs: %v: %s", err, out))
-	}
-	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	dir := smallTmpfs(t)
 	old := randomBytes(100<<10, 1)
 	p := filepath.Join(dir, "f.bin")
 	if err := os.WriteFile(p, old, 0o600); err != nil {
