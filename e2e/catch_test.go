@@ -33,11 +33,12 @@ func needCatch(t *testing.T) {
 }
 
 // catchRun runs a bash script under `wirefs run` with home as $HOME and
-// a private cache; $1... are args.
+// a private cache; $1... are args. wirefs runs with umask 022, so that a
+// script's own umask can be told from the supervisor's.
 func catchRun(t *testing.T, home string, script string, args ...string) Result {
 	t.Helper()
 	cache := filepath.Join(t.TempDir(), "cache")
-	return run(t, 60*time.Second, "", "env", append([]string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+	return run(t, 60*time.Second, "", "sh", append([]string{"-c", `umask 022 && exec env "$@"`, "sh", "HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
 		wirefsBin, "run", "--cache-dir", cache, "--read-timeout", "5s", "--connect-timeout", "5s", "--",
 		"bash", "-c", script, "bash"}, args...)...)
 }
@@ -78,7 +79,8 @@ cmp /http/$A/big.bin "$2" && echo same
 }
 
 // TestCatchSFTPWrites: cp to a URL name, mkdir, mv, chmod, utime, rm and
-// rmdir on /sftp/..., checked on the server.
+// rmdir on /sftp/..., checked on the server; new files and directories
+// get the program's umask, not the supervisor's.
 func TestCatchSFTPWrites(t *testing.T) {
 	needCatch(t)
 	s := testsrv.StartSSHD(t)
@@ -98,7 +100,16 @@ python3 -c 'import os, sys; os.utime(sys.argv[1], (981158400, 981158400))' $D/ne
 rm $D/notes.txt
 echo gone > $D/src/lib/todo.txt
 mkdir $D/empty && rmdir $D/empty
+(umask 077 && echo mine > $D/new/private.txt && mkdir $D/new/private.d && python3 -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o666))' $D/new/created.txt)
 `, root, local))
+	for name, want := range map[string]os.FileMode{"private.txt": 0o600, "private.d": 0o700, "created.txt": 0o600} {
+		st, err := os.Stat(filepath.Join(root, "new", name))
+		if err != nil {
+			t.Errorf("created under umask 077: %v", err)
+		} else if st.Mode().Perm() != want {
+			t.Errorf("created under umask 077: %s has mode %v, want %v", name, st.Mode().Perm(), want)
+		}
+	}
 	if b, _ := os.ReadFile(filepath.Join(root, "src", "local.txt")); string(b) != "from the catcher\n" {
 		t.Errorf("cp to sftp://: server has %q", b)
 	}

@@ -26,8 +26,9 @@ the config file, and URL names work as file names: "cat http://host/x",
 "cp f sftp://me@host/dir/".
 
 It is not a sandbox. Setuid programs run without their privilege under it.
-chdir into the namespace leaves the program in a private directory of
-wirefs (getcwd shows its name). Manual: docs/wirefs.md.
+chdir into the namespace works (getcwd shows the namespace name). Names
+relative to a directory descriptor (openat(fd, ...)) are not caught unless
+the descriptor came from the namespace. Manual: docs/wirefs.md.
 `
 
 // runCommand is wirefs run [options] -- CMD ARGS…: CMD and its
@@ -36,7 +37,7 @@ wirefs (getcwd shows its name). Manual: docs/wirefs.md.
 func runCommand(reg *protocols.Registry) *cobra.Command {
 	var cf catcherFlags
 	var cfg nsConfig
-	var syncWake bool
+	var syncWake, timing bool
 	c := setup(&cobra.Command{
 		Use:   "run [options] -- CMD [ARGS...]",
 		Short: "run CMD with /net: no mount, no root",
@@ -58,10 +59,14 @@ func runCommand(reg *protocols.Registry) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("run: %w", err)
 			}
-			status, err := catch.Run(d.ns, catch.Options{
+			o := catch.Options{
 				Prefix: cf.prefix, Args: args, Log: log, NoSyncWakeUp: !syncWake,
 				Roots: d.roots, URLName: urlName(reg),
-			})
+			}
+			if timing {
+				o.Timing = os.Stderr
+			}
+			status, err := catch.Run(d.ns, o)
 			d.close(log)
 			if err != nil {
 				return fmt.Errorf("run: %w", err)
@@ -74,6 +79,8 @@ func runCommand(reg *protocols.Registry) *cobra.Command {
 	cf.add(c)
 	fl.BoolVar(&syncWake, "sync-wake-up", true, "use the synchronous wake-up of Linux 6.6 (turn off only to measure it)")
 	fl.MarkHidden("sync-wake-up") // a measurement switch
+	fl.BoolVar(&timing, "timing", false, "print at exit where trapped calls spent their time in the supervisor (bench/catch.sh)")
+	fl.MarkHidden("timing")
 	cfg.addFlags(fl)
 	return c
 }

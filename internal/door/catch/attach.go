@@ -61,6 +61,7 @@ func Attach(n *ns.Namespace, pid int, o Options) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := newServer(ctx, listener, n, names, mnt, sv, new(sync.Mutex), o.Log, nsize)
+	s.tm = newTiming(o)
 	go s.receive()
 	// A pidfd polls readable when its process exits.
 	fds := []pollFd{{fd: int32(pidfd), events: 1 /* POLLIN */}}
@@ -72,6 +73,9 @@ func Attach(n *ns.Namespace, pid int, o Options) error {
 		break
 	}
 	o.Log.Debug("catch: the attached process exited", "pid", pid, "continued", s.nCont.Load(), "served", s.nServed.Load())
+	if s.tm != nil {
+		s.tm.report(o.Timing)
+	}
 	return nil
 }
 

@@ -18,11 +18,14 @@
 // Options.Receivers). A path outside the prefix is answered with
 // SECCOMP_USER_NOTIF_FLAG_CONTINUE at once: that is the hot path, made
 // cheap by the synchronous wake-up of Linux 6.6
-// (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, used when the kernel has it). fstat
-// done as newfstatat/statx(fd, "", AT_EMPTY_PATH) is let through by the
-// filter itself. Relative paths resolve against /proc/TID/cwd or
-// /proc/TID/fd/DIRFD, but only when their first component could lead into
-// the prefix. A path inside the prefix is served by the goroutine that
+// (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, used when the kernel has it). A
+// call that takes a directory descriptor traps only with AT_FDCWD: the
+// filter lets names relative to real descriptors through (fstat as
+// newfstatat(fd, "", AT_EMPTY_PATH), find's per-entry calls, every walk
+// below a namespace directory, which is on the private door). Relative
+// paths resolve against /proc/TID/cwd (or /proc/TID/fd/DIRFD for the one
+// descriptor of a rename or link that is not AT_FDCWD), but only when
+// their first component could lead into the prefix. A path inside the prefix is served by the goroutine that
 // received it, which first starts another receiver, so a blocked open
 // never holds up other calls.
 //
@@ -58,8 +61,8 @@
 // system calls are not trapped: such programs see no namespace; x32 calls
 // fail with ENOSYS. Names reached through a symbolic link that points into
 // the prefix are not seen (the kernel follows the link), nor are names
-// given to newfstatat or statx together with AT_EMPTY_PATH and a real
-// directory fd (the fstat form the filter lets through). If the supervisor
+// given with a real directory descriptor that reach the namespace from
+// outside it (absolute, relative to /, climbing with "..", URL names). If the supervisor
 // dies, or the command exits while descendants still run, trapped calls of
 // the survivors fail with ENOSYS: they never hang. The kernel allows one
 // listener per filter chain, so wirefs run cannot be nested. Without FUSE
@@ -72,6 +75,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -108,6 +112,9 @@ type Options struct {
 	Receivers int
 	// NoSyncWakeUp leaves the synchronous wake-up off (for measurements).
 	NoSyncWakeUp bool
+	// Timing, if set, receives at exit where trapped calls spent their
+	// time in the supervisor, phase by phase (for measurements).
+	Timing io.Writer
 	// RuntimeDir holds the private FUSE door's hidden directory (default
 	// $XDG_RUNTIME_DIR, else the temporary directory).
 	RuntimeDir string
@@ -168,12 +175,16 @@ func Run(n *ns.Namespace, o Options) (int, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := newServer(ctx, listener, n, names, mnt, sv, cmd.ptraceMu, o.Log, nsize)
+	s.tm = newTiming(o)
 	for range o.Receivers {
 		go s.receive()
 	}
 	status := cmd.wait()
 	cancel()
 	o.Log.Debug("catch: done", "status", status, "continued", s.nCont.Load(), "served", s.nServed.Load())
+	if s.tm != nil {
+		s.tm.report(o.Timing)
+	}
 	// Receivers stay blocked in the kernel until the process exits;
 	// descendants that outlive the command keep being served until
 	// then.
@@ -227,8 +238,12 @@ func helperFailed(err error, msg string, status int) (int, string, error) {
 
 // newServer makes the server of listener.
 func newServer(ctx context.Context, listener int, n *ns.Namespace, names *names, mnt string, sv *served, ptraceMu *sync.Mutex, log *slog.Logger, nsize int) *server {
+	umask, err := umaskOf(uint32(syscall.Gettid()))
+	if err != nil {
+		umask = -1 // unknown: every create sets the program's
+	}
 	return &server{
-		fd: listener, names: names, user: n, ptraceMu: ptraceMu,
+		fd: listener, names: names, user: n, ptraceMu: ptraceMu, umask: umask,
 		mnt: mnt, served: sv, log: log, ctx: ctx, nsize: max(nsize, int(unsafe.Sizeof(notif{}))),
 	}
 }

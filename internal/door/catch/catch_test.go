@@ -595,6 +595,7 @@ print("listdir", sorted(os.listdir("/net")))
 print("readlink", err(os.readlink, "/net/tcp"))
 print("statvfs", err(os.statvfs, "/net"))
 print("chdir", err(os.chdir, "/net/dns"))
+print("getcwd", os.getcwd())
 print("cwdstat", os.stat("localhost").st_size > 0, os.path.exists("../tcp"))
 print("mkdir", err(os.mkdir, "/net/x"))
 print("unlink", err(os.unlink, "/net/dns/localhost"))
@@ -612,11 +613,11 @@ print("dirfd", stat.S_ISDIR(os.stat("..", dir_fd=fd).st_mode))
 		e.want(e.run("", python, "-c", script), 0,
 			"stat True\n", "lstat True\n", "file True\n", "missing ENOENT\n", "access True\n",
 			"listdir ['.wirefs', 'dns', 'tcp', 'udp']\n", "readlink EINVAL\n", "statvfs ok\n",
-			"chdir ok\n", "cwdstat True True\n", "mkdir ENOTSUP\n", "unlink EROFS\n", "rename ENOENT\n", "xdev EXDEV\n",
+			"chdir ok\n", "getcwd /net/dns\n", "cwdstat True True\n", "mkdir ENOTSUP\n", "unlink EROFS\n", "rename ENOENT\n", "xdev EXDEV\n",
 			"exec EACCES\n", "create EROFS\n", "relative True\n", "dotdot True\n", "dirfd True\n")
 		// coreutils use statx; ls -l also asks for xattrs.
-		e.want(e.run("", "sh", "-c", "stat -c '%F' /net/tcp /net/dns/localhost; ls -l /net/dns/localhost >/dev/null && echo listed; test -d /net/udp && echo isdir"), 0,
-			"directory\n", "regular file\n", "listed\n", "isdir\n")
+		e.want(e.run("", "sh", "-c", "stat -c '%F' /net/tcp /net/dns/localhost; ls -l /net/dns/localhost >/dev/null && echo listed; test -d /net/udp && echo isdir; cd /net/tcp && /bin/pwd -P"), 0,
+			"directory\n", "regular file\n", "listed\n", "isdir\n", "\n/net/tcp\n")
 	})
 }
 

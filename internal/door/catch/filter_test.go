@@ -55,9 +55,30 @@ func TestFilter(t *testing.T) {
 		t.Fatalf("program of %d instructions", len(prog))
 	}
 	var none [6]uint64
+	fd := uint64(3)
+	cwd := uint64(0xffffffffffffff9c)
 	for nr, c := range calls {
-		if got := runBPF(t, prog, int32(nr), auditArchX8664, none); got != retUserNotif {
+		// Every trapped call traps with its names relative to AT_FDCWD,
+		// and with a real directory descriptor it runs untouched.
+		var args, real [6]uint64
+		dirfds := []int{c.dirfd}
+		if c.kind == kTwo {
+			dirfds = append(dirfds, c.dirfd2)
+		}
+		for _, i := range dirfds {
+			if i >= 0 {
+				args[i], real[i] = cwd, fd
+			}
+		}
+		if got := runBPF(t, prog, int32(nr), auditArchX8664, args); got != retUserNotif {
 			t.Errorf("%s (%d): %#x, want USER_NOTIF", c.name, nr, got)
+		}
+		want := uint32(retUserNotif)
+		if c.dirfd >= 0 {
+			want = retAllow
+		}
+		if got := runBPF(t, prog, int32(nr), auditArchX8664, real); got != want {
+			t.Errorf("%s (%d) on a real descriptor: %#x, want %#x", c.name, nr, got, want)
 		}
 	}
 	for _, nr := range []int32{syscall.SYS_READ, syscall.SYS_WRITE, syscall.SYS_CLOSE, syscall.SYS_FSTAT, syscall.SYS_GETDENTS64, syscall.SYS_MMAP, 500} {
@@ -74,9 +95,8 @@ func TestFilter(t *testing.T) {
 		t.Errorf("i386 open: %#x", got)
 	}
 	// fstat as newfstatat(fd, "", AT_EMPTY_PATH) and statx likewise do
-	// not trap; with AT_FDCWD or without AT_EMPTY_PATH they do.
-	fd := uint64(3)
-	cwd := uint64(0xffffffffffffff9c)
+	// not trap, nor does any name relative to a real descriptor; rename
+	// and link trap when either of their descriptors is AT_FDCWD.
 	for _, tc := range []struct {
 		nr   int32
 		args [6]uint64
@@ -85,10 +105,17 @@ func TestFilter(t *testing.T) {
 		{syscall.SYS_NEWFSTATAT, [6]uint64{fd, 0, 0, atEmptyPath}, retAllow},
 		{syscall.SYS_NEWFSTATAT, [6]uint64{fd, 0, 0, atEmptyPath | atSymlinkNofollow}, retAllow},
 		{syscall.SYS_NEWFSTATAT, [6]uint64{cwd, 0, 0, atEmptyPath}, retUserNotif},
-		{syscall.SYS_NEWFSTATAT, [6]uint64{fd, 0, 0, 0}, retUserNotif},
+		{syscall.SYS_NEWFSTATAT, [6]uint64{fd, 0, 0, 0}, retAllow},
+		{syscall.SYS_OPENAT, [6]uint64{fd, 0, 0, 0}, retAllow},
+		{syscall.SYS_OPENAT, [6]uint64{0xffffff9c, 0, 0, 0}, retUserNotif}, // AT_FDCWD as a 32-bit int
+		{syscall.SYS_RENAMEAT, [6]uint64{fd, 0, cwd, 0}, retUserNotif},
+		{syscall.SYS_RENAMEAT, [6]uint64{cwd, 0, fd, 0}, retUserNotif},
+		{syscall.SYS_RENAMEAT, [6]uint64{fd, 0, fd, 0}, retAllow},
+		{syscall.SYS_SYMLINKAT, [6]uint64{0, cwd, 0}, retUserNotif},
+		{syscall.SYS_SYMLINKAT, [6]uint64{0, fd, 0}, retAllow},
 		{sysStatx, [6]uint64{fd, 0, atEmptyPath, 0x7ff}, retAllow},
 		{sysStatx, [6]uint64{cwd, 0, atEmptyPath, 0x7ff}, retUserNotif},
-		{sysStatx, [6]uint64{fd, 0, 0, 0x7ff}, retUserNotif},
+		{sysStatx, [6]uint64{fd, 0, 0, 0x7ff}, retAllow},
 	} {
 		if got := runBPF(t, prog, tc.nr, auditArchX8664, tc.args); got != tc.want {
 			t.Errorf("%d %x: %#x, want %#x", tc.nr, tc.args, got, tc.want)
@@ -98,6 +125,9 @@ func TestFilter(t *testing.T) {
 
 func TestSyscallTable(t *testing.T) {
 	for nr, c := range calls {
+		if c.kind == kGetcwd {
+			continue
+		}
 		if c.path < 0 || c.path > 5 || c.dirfd > 5 {
 			t.Errorf("%s (%d): bad argument positions", c.name, nr)
 		}

@@ -2,6 +2,7 @@ package catch
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strconv"
 	"syscall"
@@ -106,32 +107,59 @@ const atFDCWD = -100
 // namespace open pays for it, so it reads once into a stack buffer: the
 // Uid and Gid lines come early in status, well within it.
 func creds(tid uint32) (uid, gid uint32, err error) {
-	fd, err := syscall.Open(procPath(tid, "status"), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return 0, 0, err
-	}
 	var buf [1024]byte
-	n, err := syscall.Read(fd, buf[:])
-	syscall.Close(fd)
+	b, err := procStatus(tid, &buf)
 	if err != nil {
 		return 0, 0, err
 	}
-	b := buf[:max(n, 0)]
-	field := func(name string) uint32 {
-		i := bytes.Index(b, []byte("\n"+name+":"))
-		if i < 0 {
-			return 0
-		}
-		line := b[i+len(name)+2:]
-		if j := bytes.IndexByte(line, '\n'); j >= 0 {
-			line = line[:j]
-		}
-		f := bytes.Fields(line)
+	id := func(name string) uint32 {
+		f := bytes.Fields(statusField(b, name))
 		if len(f) < 4 {
 			return 0
 		}
 		v, _ := strconv.ParseUint(string(f[3]), 10, 32) // real, effective, saved, fs
 		return uint32(v)
 	}
-	return field("Uid"), field("Gid"), nil
+	return id("Uid"), id("Gid"), nil
+}
+
+// umaskOf reads the umask of thread tid (Linux 4.7).
+func umaskOf(tid uint32) (int, error) {
+	var buf [1024]byte
+	b, err := procStatus(tid, &buf)
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseUint(string(bytes.TrimSpace(statusField(b, "Umask"))), 8, 32)
+	if err != nil {
+		return 0, fmt.Errorf("no umask in /proc/%d/status: %w", tid, err)
+	}
+	return int(v), nil
+}
+
+// procStatus reads the start of /proc/TID/status into buf.
+func procStatus(tid uint32, buf *[1024]byte) ([]byte, error) {
+	fd, err := syscall.Open(procPath(tid, "status"), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	n, err := syscall.Read(fd, buf[:])
+	syscall.Close(fd)
+	if err != nil {
+		return nil, err
+	}
+	return buf[:max(n, 0)], nil
+}
+
+// statusField returns the value of the line "NAME:" of a status file.
+func statusField(b []byte, name string) []byte {
+	i := bytes.Index(b, []byte("\n"+name+":"))
+	if i < 0 {
+		return nil
+	}
+	line := b[i+len(name)+2:]
+	if j := bytes.IndexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	}
+	return line
 }

@@ -1,6 +1,7 @@
 package catch
 
 import (
+	"runtime"
 	"syscall"
 	"unsafe"
 )
@@ -16,14 +17,16 @@ func (s *server) mutate(n *notif, c call, w where) {
 	name := s.private(w)
 	var err error
 	switch n.Nr {
-	case syscall.SYS_MKDIR:
-		err = syscall.Mkdir(name, uint32(n.Args[1]))
-	case syscall.SYS_MKDIRAT:
-		err = syscall.Mkdir(name, uint32(n.Args[2]))
+	case syscall.SYS_MKDIR, syscall.SYS_MKDIRAT:
+		mode := n.Args[1]
+		if n.Nr == syscall.SYS_MKDIRAT {
+			mode = n.Args[2]
+		}
+		s.withUmaskOf(n.Pid, func() { err = syscall.Mkdir(name, uint32(mode)) })
 	case syscall.SYS_MKNOD:
-		err = syscall.Mknod(name, uint32(n.Args[1]), int(n.Args[2]))
+		s.withUmaskOf(n.Pid, func() { err = syscall.Mknod(name, uint32(n.Args[1]), int(n.Args[2])) })
 	case syscall.SYS_MKNODAT:
-		err = syscall.Mknod(name, uint32(n.Args[2]), int(n.Args[3]))
+		s.withUmaskOf(n.Pid, func() { err = syscall.Mknod(name, uint32(n.Args[2]), int(n.Args[3])) })
 	case syscall.SYS_UNLINK:
 		err = syscall.Unlink(name)
 	case syscall.SYS_UNLINKAT:
@@ -41,6 +44,34 @@ func (s *server) mutate(n *notif, c call, w where) {
 		}
 	}
 	s.respondErr(n, err)
+}
+
+// withUmaskOf runs create, which makes a name on the private door, with
+// the umask of thread tid: the kernel masks the mode of a FUSE create or
+// mkdir with the umask of the thread that makes the call, and the
+// program's umask is what it expects to see applied, not the
+// supervisor's. A umask belongs to all the threads of a process, so a
+// different one is set on a thread of its own: a goroutine locked to its
+// thread leaves the process's file-system context (unshare CLONE_FS),
+// creates, and ends, taking the thread with it.
+func (s *server) withUmaskOf(tid uint32, create func()) {
+	u, err := umaskOf(tid)
+	if err != nil || u == s.umask {
+		create()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		if err := syscall.Unshare(syscall.CLONE_FS); err != nil {
+			s.warn("umask", "names are created with the supervisor's umask", "err", err.Error())
+		} else {
+			syscall.Umask(u)
+		}
+		create()
+	}()
+	<-done
 }
 
 // two serves rename, renameat, renameat2, link and linkat with both names

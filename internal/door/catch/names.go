@@ -134,3 +134,24 @@ func (m *names) match(abs string) (string, bool) {
 	}
 	return "", false
 }
+
+// local returns the absolute local name of the namespace name rel: below
+// the root that shows it (a mount point "src" at /src), else below the
+// prefix.
+func (m *names) local(rel string) string {
+	prefix := ""
+	for _, r := range m.roots {
+		switch {
+		case r.rel == "":
+			prefix = r.local
+		case rel == r.rel:
+			return r.local
+		case strings.HasPrefix(rel, r.rel+"/"):
+			return r.local + rel[len(r.rel):]
+		}
+	}
+	if rel == "" {
+		return prefix
+	}
+	return prefix + "/" + rel
+}

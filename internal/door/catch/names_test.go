@@ -72,6 +72,18 @@ func TestNames(t *testing.T) {
 			t.Errorf("urlName(%q) took a name that is not a URL name", p)
 		}
 	}
+	// local is match's inverse, below the root that shows the name.
+	for rel, want := range map[string]string{
+		"": "/net", "tcp/h:80": "/net/tcp/h:80", "http": "/http", "http/h/x": "/http/h/x",
+		"httpx/y": "/net/httpx/y", "src/proj/a.c": "/src/proj/a.c", "src/other": "/net/src/other",
+	} {
+		if got := m.local(rel); got != want {
+			t.Errorf("local(%q) = %q, want %q", rel, got, want)
+		}
+		if back, in := m.match(want); !in || back != rel {
+			t.Errorf("match(local(%q)) = %q, %v", rel, back, in)
+		}
+	}
 	if _, err := newNames("/http", []string{"http"}, nil); err == nil {
 		t.Error("a root shown twice was accepted")
 	}

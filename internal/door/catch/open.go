@@ -222,7 +222,9 @@ func (s *server) open(n *notif, c call, w where) {
 
 // lookup resolves the name for decideOpen.
 func (s *server) lookup(o *opening) {
+	t0 := s.tm.start()
 	o.node, o.err = s.user.Resolve(o.ctx, o.w.rel)
+	s.tm.end(phResolve, t0)
 	if o.err != nil {
 		o.facts.node = &nodeFacts{failed: true, errno: ns.Errno(o.err)}
 		return
@@ -234,7 +236,10 @@ func (s *server) lookup(o *opening) {
 // openNode opens the node with the target as caller and tells decideOpen
 // what the handle is. On failure it answers the target and returns false.
 func (s *server) openNode(o *opening, flags int) bool {
-	h, err := o.node.(ns.Opener).Open(o.ctx, s.caller(o.n.Pid), flags)
+	c := s.caller(o.n.Pid)
+	t0 := s.tm.start()
+	h, err := o.node.(ns.Opener).Open(o.ctx, c, flags)
+	s.tm.end(phOpen, t0)
 	if err != nil {
 		s.fail(o.n, o.c, o.w, err)
 		return false
@@ -295,6 +300,7 @@ func (s *server) injectServed(o *opening, flags int, fdFlags uint32) {
 
 // injectKernel gives the target the kernel object f, h's file, itself.
 func (s *server) injectKernel(n *notif, c call, w where, h ns.Handle, f *os.File, flags int, fdFlags uint32) {
+	defer s.tm.end(phInject, s.tm.start())
 	// The file shares its open file description with the daemon's
 	// socket, which Go keeps non-blocking; the program gets the mode it
 	// asked for. Fd() also takes the file out of Go's poller.
@@ -325,12 +331,21 @@ func (s *server) injectPath(n *notif, c call, w where, name string, flags int, m
 	}
 	var fd int
 	var err error
-	for {
-		fd, err = syscall.Open(name, flags, mode)
-		if err != syscall.EINTR {
-			break
+	t0 := s.tm.start()
+	openDoor := func() {
+		for {
+			fd, err = syscall.Open(name, flags, mode)
+			if err != syscall.EINTR {
+				break
+			}
 		}
 	}
+	if flags&syscall.O_CREAT != 0 {
+		s.withUmaskOf(n.Pid, openDoor)
+	} else {
+		openDoor()
+	}
+	s.tm.end(phDoor, t0)
 	if err != nil {
 		s.fail(n, c, w, err)
 		return
@@ -339,7 +354,9 @@ func (s *server) injectPath(n *notif, c call, w where, name string, flags int, m
 	for _, f := range opened {
 		f(fd)
 	}
+	t0 = s.tm.start()
 	s.addfd(n, c, w, fd, fdFlags)
+	s.tm.end(phInject, t0)
 }
 
 // addfd installs fd in the target and answers the call with the new

@@ -92,21 +92,18 @@ func notifSizes() (int, error) {
 	return int(sz[0]), nil
 }
 
-// fdOnly lists calls whose AT_EMPTY_PATH form on a real descriptor
-// (glibc's fstat is newfstatat(fd, "", AT_EMPTY_PATH)) is let through by
-// the filter itself: it names the descriptor, not a path, and is by far
-// the most frequent form. Value: the argument index of the flags.
-var fdOnly = map[int]int{
-	262 /* newfstatat */ : 3,
-	332 /* statx */ :      2,
-}
-
 // buildFilter returns the BPF program: x86-64 calls in trapped are sent to
 // the listener, x32 calls fail with ENOSYS (they would slip past the
 // numbers below), and everything else, including 32-bit (i386) calls,
-// runs untouched. The filter reads only the architecture and the call
-// number (and, for fdOnly calls, two arguments), so the kernel's action
-// cache skips it entirely for all other calls.
+// runs untouched. A call that takes a directory descriptor traps only
+// when that descriptor is AT_FDCWD (either one, for rename and link): a
+// name relative to a real descriptor stays where the descriptor is — on
+// the private door when it came from the namespace, else in local files,
+// since no local directory but / holds the prefix — and glibc's fstat,
+// newfstatat(fd, "", AT_EMPTY_PATH), is the most frequent call of all.
+// What that misses is listed in the package's Limits. The filter reads
+// only the architecture, the call number and those arguments, so the
+// kernel's action cache skips it entirely for all other calls.
 func buildFilter(trapped []int) []syscall.SockFilter {
 	a := bpfAsm{labels: map[string]int{}}
 	argLo := func(i int) uint32 { return uint32(16 + 8*i) } // low word, little endian
@@ -117,8 +114,8 @@ func buildFilter(trapped []int) []syscall.SockFilter {
 	a.jump(bpfJmpJgeK, x32SyscallBit, "enosys", "")
 	for _, nr := range trapped {
 		target := "notif"
-		if _, ok := fdOnly[nr]; ok {
-			target = "fdonly" + strconv.Itoa(nr)
+		if calls[nr].dirfd >= 0 {
+			target = "dirfd" + strconv.Itoa(nr)
 		}
 		a.jump(bpfJmpJeqK, uint32(nr), target, "")
 	}
@@ -126,15 +123,18 @@ func buildFilter(trapped []int) []syscall.SockFilter {
 	// and the returns.
 	a.jump(bpfJmpJa, 0, "allow", "")
 	for _, nr := range trapped {
-		flagsArg, ok := fdOnly[nr]
-		if !ok {
+		c := calls[nr]
+		if c.dirfd < 0 {
 			continue
 		}
-		a.label("fdonly" + strconv.Itoa(nr))
-		a.stmt(bpfLdWAbs, argLo(0))
+		a.label("dirfd" + strconv.Itoa(nr))
+		a.stmt(bpfLdWAbs, argLo(c.dirfd))
 		a.jump(bpfJmpJeqK, uint32(0xffffff9c) /* AT_FDCWD */, "notif", "")
-		a.stmt(bpfLdWAbs, argLo(flagsArg))
-		a.jump(bpfJmpJsetK, atEmptyPath, "allow", "notif")
+		if c.kind == kTwo && c.dirfd2 >= 0 {
+			a.stmt(bpfLdWAbs, argLo(c.dirfd2))
+			a.jump(bpfJmpJeqK, uint32(0xffffff9c), "notif", "")
+		}
+		a.jump(bpfJmpJa, 0, "allow", "")
 	}
 	a.label("allow")
 	a.stmt(bpfRetK, retAllow)

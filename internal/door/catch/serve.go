@@ -30,6 +30,8 @@ type server struct {
 	nsize    int // kernel size of struct seccomp_notif
 
 	warnOnce sync.Map
+	tm       *timing // nil unless Options.Timing
+	umask    int     // the supervisor's own
 	// Counters, for the debug log at exit.
 	nCont, nServed atomic.Uint64
 }
@@ -78,8 +80,10 @@ func (s *server) respond(id uint64, val int64, errno syscall.Errno) {
 // cont lets the call run in the kernel as if nothing had trapped it.
 func (s *server) cont(id uint64) {
 	s.nCont.Add(1)
+	t0 := s.tm.start()
 	r := notifResp{ID: id, Flags: notifFlagContinue}
 	s.send(&r)
+	s.tm.end(phReply, t0)
 }
 
 func (s *server) send(r *notifResp) {
@@ -117,13 +121,23 @@ type where struct {
 // kernel then runs the call and reports what it would have.
 func (s *server) locate(n *notif, di, pi int) where {
 	var buf [smallPath]byte
+	t0 := s.tm.start()
 	b, err := readPathInto(n.Pid, n.Args[pi], &buf)
+	t1 := s.tm.end(phReadPath, t0)
 	if err != nil || len(b) == 0 {
 		if err != nil && err != syscall.EFAULT && err != syscall.ENAMETOOLONG && err != syscall.ESRCH {
 			s.warn("read", "cannot read a target's memory; its calls run untouched", "pid", n.Pid, "err", err.Error())
 		}
 		return where{}
 	}
+	w := s.whereIs(n, di, b)
+	s.tm.end(phDecide, t1)
+	return w
+}
+
+// whereIs says where the path b, argument of n with dirfd argument di,
+// is.
+func (s *server) whereIs(n *notif, di int, b []byte) where {
 	// The cheap tests read the name in place, with no copy; they keep
 	// nothing of it.
 	view := unsafe.String(&b[0], len(b))
@@ -170,6 +184,10 @@ func (s *server) handle(n *notif) (serve func()) {
 	c, ok := calls[int(n.Nr)]
 	if !ok {
 		s.cont(n.ID)
+		return nil
+	}
+	if c.kind == kGetcwd {
+		s.getcwd(n)
 		return nil
 	}
 	w := s.locate(n, c.dirfd, c.path)
@@ -317,7 +335,9 @@ func (s *server) watch(id uint64) (context.Context, context.CancelFunc) {
 const watchEvery = 20 * time.Millisecond
 
 func (s *server) caller(tid uint32) ns.Caller {
+	t0 := s.tm.start()
 	uid, gid, _ := creds(tid)
+	s.tm.end(phCreds, t0)
 	// Served handles live on the private FUSE door: its release lag.
 	return ns.Caller{Pid: tid, Uid: uid, Gid: gid, ReleaseLag: fusedoor.ReleaseLag,
 		Holds: func(h ns.Handle) bool { return s.served.holds(tid, h) }}

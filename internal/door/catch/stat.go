@@ -95,7 +95,9 @@ func (s *server) statLike(n *notif, c call, w where) {
 		return
 	}
 	var buf [256]byte
+	t0 := s.tm.start()
 	r, size, e := sc.run(p, &buf)
+	t0 = s.tm.end(phDoor, t0)
 	if e != 0 {
 		s.log.Debug("catch: "+c.name, "path", w.rel, "errno", e.Error())
 		s.respond(n.ID, 0, e)
@@ -103,8 +105,11 @@ func (s *server) statLike(n *notif, c call, w where) {
 	}
 	if c.kind == kStat || c.kind == kStatx {
 		s.kernelIdentity(n, c, w, buf[:])
+		t0 = s.tm.start()
 	}
-	if errno := s.writeTarget(n, sc.addr, buf[:size]); errno != 0 {
+	errno := s.writeTarget(n, sc.addr, buf[:size])
+	s.tm.end(phInject, t0)
+	if errno != 0 {
 		s.respond(n.ID, 0, errno)
 		return
 	}
@@ -170,6 +175,8 @@ func (s *server) access(n *notif, c call, w where) {
 	case sysFaccessat2:
 		mode, flags = n.Args[2], n.Args[3]
 	}
+	t0 := s.tm.start()
 	_, _, e := syscall.Syscall6(sysFaccessat2, atFDCWDu, uintptr(unsafe.Pointer(p)), uintptr(mode), uintptr(flags), 0, 0)
+	s.tm.end(phDoor, t0)
 	s.respond(n.ID, 0, e)
 }

@@ -18,12 +18,14 @@ const (
 	kTwo                  // rename*, link*: EXDEV across the boundary, EROFS inside
 	kSetattr              // truncate, chmod, chown, utime*: done on the private door
 	kXattr                // *xattr*: ENOTSUP, as on the mounted door
+	kGetcwd               // getcwd: takes no name; answered when the working directory is on the private door
 )
 
 // call describes a trapped system call: which arguments hold its path and
 // directory descriptor (dirfd < 0: AT_FDCWD); path2/dirfd2 are the second
 // name of rename and link (kTwo only). An empty or NULL path (AT_EMPTY_PATH,
 // utimensat(fd, NULL)) names a descriptor, never a namespace path.
+// getcwd (kGetcwd) has no path argument (path -1).
 type call struct {
 	name          string
 	kind          kind
@@ -54,6 +56,9 @@ const (
 //     truncate, chmod, fchmodat, fchmodat2, chown, lchown, fchownat, utime,
 //     utimes, futimesat, utimensat (done on the private door, which
 //     accepts and ignores them, as the mounted door does);
+//   - getcwd, so that a program whose working directory is in the
+//     namespace (after chdir) sees the namespace name, not the private
+//     door's;
 //   - refused with a clear errno: execve, execveat (EACCES); chdir, chroot
 //     (ENOTSUP: a supervisor cannot set another process's directory);
 //     mkdir(at), mknod(at), unlink(at), rmdir, symlink(at) (EROFS);
@@ -122,6 +127,7 @@ var calls = map[int]call{
 	sysGetxattrat:            {name: "getxattrat", kind: kXattr, dirfd: 0, path: 1},
 	sysListxattrat:           {name: "listxattrat", kind: kXattr, dirfd: 0, path: 1},
 	sysRemovexattrat:         {name: "removexattrat", kind: kXattr, dirfd: 0, path: 1},
+	syscall.SYS_GETCWD:       {name: "getcwd", kind: kGetcwd, dirfd: -1, path: -1},
 }
 
 // trappedNumbers lists the numbers of calls, sorted.

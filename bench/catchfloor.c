@@ -1,0 +1,182 @@
+/*
+ * catchfloor — the floor of a trapped system call under seccomp user
+ * notification, and the per-call cost of whatever supervises a command.
+ *
+ *   catchfloor loop N [PATH]      stat(PATH) N times (a statx or newfstatat,
+ *                                 whatever glibc makes of it; PATH default
+ *                                 /etc/hostname); prints "NS_PER_CALL N"
+ *   catchfloor floor N [sync|async [noread]]
+ *                                 the same loop in a child under a minimal
+ *                                 supervisor written in C: receive, read the
+ *                                 path with process_vm_readv, CONTINUE —
+ *                                 nothing else; "sync" turns on the
+ *                                 synchronous wake-up (Linux 6.6); "noread"
+ *                                 leaves out the read of the path
+ *
+ * The loop is what `wirefs run -- catchfloor loop N` times too, so
+ *   (wirefs run) - (floor)   is what the Go supervisor adds per call,
+ *   (floor) - (native loop)  is the kernel's round trip, the floor.
+ * Only statx, newfstatat, stat and lstat with a path are trapped here.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP 1
+#endif
+
+static void die(const char *what) {
+	fprintf(stderr, "catchfloor: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static double now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static void loop(long n, const char *path) {
+	struct stat st;
+	for (int i = 0; i < 1000; i++) /* warm-up */
+		stat(path, &st);
+	double t0 = now_ns();
+	for (long i = 0; i < n; i++)
+		if (stat(path, &st) < 0)
+			die("stat");
+	double t1 = now_ns();
+	printf("%.0f %ld\n", (t1 - t0) / n, n);
+}
+
+static int install_filter(void) {
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_statx, 3, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_newfstatat, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_stat, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+	};
+	struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		die("prctl");
+	int fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+	if (fd < 0)
+		die("seccomp");
+	return fd;
+}
+
+static void send_fd(int sock, int fd) {
+	char c = 0;
+	struct iovec iov = {&c, 1};
+	char buf[CMSG_SPACE(sizeof(int))];
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof buf};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+	if (sendmsg(sock, &m, 0) < 0)
+		die("sendmsg");
+}
+
+static int recv_fd(int sock) {
+	char c;
+	struct iovec iov = {&c, 1};
+	char buf[CMSG_SPACE(sizeof(int))];
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof buf};
+	if (recvmsg(sock, &m, 0) <= 0)
+		die("recvmsg");
+	int fd;
+	memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof fd);
+	return fd;
+}
+
+static void floor_run(long n, int sync, int readpath) {
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) < 0)
+		die("socketpair");
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		close(sv[0]);
+		int fd = install_filter();
+		send_fd(sv[1], fd);
+		close(fd);
+		char c;
+		if (read(sv[1], &c, 1) != 1) /* the supervisor is ready */
+			die("read");
+		loop(n, "/etc/hostname");
+		fflush(stdout);
+		_exit(0);
+	}
+	close(sv[1]);
+	int fd = recv_fd(sv[0]);
+	if (sync && ioctl(fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, 0) < 0)
+		die("SECCOMP_IOCTL_NOTIF_SET_FLAGS");
+	if (write(sv[0], "", 1) != 1)
+		die("write");
+	struct seccomp_notif req;
+	struct seccomp_notif_resp resp;
+	char path[256];
+	for (;;) {
+		memset(&req, 0, sizeof req);
+		if (ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0) {
+			int status;
+			if (errno == EINTR || (errno == ENOENT && waitpid(pid, &status, WNOHANG) == 0))
+				continue;
+			return; /* the child exited */
+		}
+		struct iovec local = {path, sizeof path};
+		int arg = req.data.nr == SYS_stat ? 0 : 1;
+		struct iovec remote = {(void *)req.data.args[arg], sizeof path};
+		if (readpath)
+			process_vm_readv(req.pid, &local, 1, &remote, 1, 0);
+		resp = (struct seccomp_notif_resp){.id = req.id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE};
+		ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+}
+
+int main(int argc, char **argv) {
+	if (argc < 3) {
+		fprintf(stderr, "usage: catchfloor loop N [PATH] | floor N [sync|async [noread]]\n");
+		return 2;
+	}
+	long n = atol(argv[2]);
+	if (strcmp(argv[1], "loop") == 0)
+		loop(n, argc > 3 ? argv[3] : "/etc/hostname");
+	else if (strcmp(argv[1], "floor") == 0)
+		floor_run(n, argc > 3 && strcmp(argv[3], "sync") == 0, !(argc > 4 && strcmp(argv[4], "noread") == 0));
+	else {
+		fprintf(stderr, "catchfloor: unknown mode %s\n", argv[1]);
+		return 2;
+	}
+	return 0;
+}
