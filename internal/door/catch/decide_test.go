@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -271,5 +272,24 @@ func TestRunOptions(t *testing.T) {
 	}
 	if _, _, err := runOptions(Options{Prefix: "relative", Args: []string{"true"}}); err == nil || !strings.Contains(err.Error(), "absolute") {
 		t.Errorf("relative prefix: %v", err)
+	}
+}
+
+// TestTimingBuckets: every duration falls in the bucket that starts at or
+// below it and ends above it, so the reported median is within a quarter
+// octave.
+func TestTimingBuckets(t *testing.T) {
+	for _, d := range []uint64{0, 1, 3, 4, 5, 7, 8, 9, 1000, 1023, 1024, 1280, 2500, 9_000, 1 << 39} {
+		b := bucket(d)
+		if bucketStart(b) > d || (b+1 < nBuckets && bucketStart(b+1) <= d) {
+			t.Errorf("%d ns in bucket %d [%d, %d)", d, b, bucketStart(b), bucketStart(b+1))
+		}
+	}
+	var tm timing
+	for _, d := range []time.Duration{time.Microsecond, 2 * time.Microsecond, 100 * time.Microsecond} {
+		tm.end(phDecide, time.Now().Add(-d))
+	}
+	if m := tm.median(phDecide); m < 1500 || m > 2500 {
+		t.Errorf("median of 1, 2 and 100 µs (and a little): %d ns", m)
 	}
 }

@@ -102,11 +102,22 @@ func baseDir(tid uint32, dirfd int32) (string, error) {
 
 const atFDCWD = -100
 
-// creds reads the filesystem uid and gid of thread tid, the identity
+// creds returns the filesystem uid and gid of thread tid, the identity
 // the kernel would check (the FUSE door sees the same ones). Every
-// namespace open pays for it, so it reads once into a stack buffer: the
-// Uid and Gid lines come early in status, well within it.
+// namespace open pays for it, so it first tries one stat of /proc/TID,
+// whose owner is the thread's effective uid and gid while it is dumpable
+// (several times cheaper than status, which the kernel writes out whole
+// for each read). The filesystem ids are the effective ones unless the
+// program called setfsuid or setfsgid, and without privilege those can
+// only be one of its own ids. A thread that is not dumpable (it changed
+// its credentials, or asked not to be) shows root as the owner, and so
+// does root: then the status file says, read once into a stack buffer
+// (the Uid and Gid lines come early in it).
 func creds(tid uint32) (uid, gid uint32, err error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(procPath(tid, ""), &st); err == nil && st.Uid != 0 && st.Gid != 0 {
+		return st.Uid, st.Gid, nil
+	}
 	var buf [1024]byte
 	b, err := procStatus(tid, &buf)
 	if err != nil {
