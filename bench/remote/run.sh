@@ -44,6 +44,12 @@ done
 for t in go cc make ssh-keygen sshfs rclone httpdirfs fusermount3 timeout awk ss; do
 	command -v $t >/dev/null || { echo "run.sh: $t is missing" >&2; exit 1; }
 done
+# into a private mount namespace (same pid: exec, no fork): the FUSE
+# mounts are invisible to every other process (another session's grep -r
+# or find never walks into them) and none can outlive the run
+if [ "${REMOTE_SH_NS:-}" != "$$" ]; then
+	REMOTE_SH_NS=$$ exec unshare --mount --propagation private "$SELF" "$@"
+fi
 SSHD=$(command -v sshd || echo /usr/sbin/sshd)
 VSFTPD=$(command -v vsftpd || echo /usr/sbin/vsftpd)
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)

@@ -39,6 +39,11 @@ type nsConfig struct {
 	tRead          time.Duration
 	tWrite         time.Duration
 	acceptNewKeys  bool
+	// prefetch (internal/cache/prefetch.go)
+	prefetchRequests int
+	prefetchDir      sizeFlag
+	prefetchFile     sizeFlag
+	readdirAhead     int
 }
 
 func (c *nsConfig) addFlags(fl *pflag.FlagSet) {
@@ -51,6 +56,12 @@ func (c *nsConfig) addFlags(fl *pflag.FlagSet) {
 	fl.DurationVar(&c.tRead, "t-read", 30*time.Second, "remote files: trust attributes and data for `DURATION` after validation")
 	fl.DurationVar(&c.tWrite, "t-write", 0, "remote files: write back `DURATION` after close (0: before close returns)")
 	fl.BoolVar(&c.acceptNewKeys, "accept-new-host-keys", false, "sftp: add unknown host keys to known_hosts (changed keys are always refused)")
+	fl.IntVar(&c.prefetchRequests, "prefetch-requests", cache.DefaultPrefetchRequests, "remote files: at most `N` prefetch requests in flight per server (0: no prefetch)")
+	c.prefetchDir = cache.DefaultPrefetchDir
+	fl.Var(&c.prefetchDir, "prefetch-dir", "remote files: fetch ahead up to `SIZE` of a listed directory's files once a program reads one")
+	c.prefetchFile = cache.DefaultPrefetchFile
+	fl.Var(&c.prefetchFile, "prefetch-file", "remote files: fetch ahead only files of at most `SIZE`")
+	fl.IntVar(&c.readdirAhead, "readdir-ahead", cache.DefaultReaddirAhead, "remote files: list up to `N` subdirectories ahead of a program's listing")
 }
 
 // daemonNamespace is the namespace and the caches a signal can drop.
@@ -77,6 +88,14 @@ func buildNamespace(c nsConfig, reg *protocols.Registry, log *slog.Logger) (*dae
 	limit, err := config.ParseSize(c.cacheSize)
 	if err != nil {
 		return nil, fmt.Errorf("--cache-size %q: %v", c.cacheSize, err)
+	}
+	for _, n := range []struct {
+		flag string
+		v    int
+	}{{"--prefetch-requests", c.prefetchRequests}, {"--readdir-ahead", c.readdirAhead}} {
+		if n.v < 0 || n.v > 4096 {
+			return nil, fmt.Errorf("%s %d: not in 0..4096", n.flag, n.v)
+		}
 	}
 	dir := c.cacheDir
 	if dir == "" {
@@ -151,7 +170,9 @@ func buildNamespace(c nsConfig, reg *protocols.Registry, log *slog.Logger) (*dae
 // that has a flag is given (its default, if nothing else).
 func (c nsConfig) options() config.Options {
 	return config.Options{TRead: &c.tRead, TWrite: &c.tWrite, ReadTimeout: &c.readTimeout,
-		ConnectTimeout: &c.connectTimeout, AcceptNewHostKeys: &c.acceptNewKeys}
+		ConnectTimeout: &c.connectTimeout, AcceptNewHostKeys: &c.acceptNewKeys,
+		PrefetchRequests: &c.prefetchRequests, PrefetchDir: (*int64)(&c.prefetchDir),
+		PrefetchFile: (*int64)(&c.prefetchFile), ReaddirAhead: &c.readdirAhead}
 }
 
 // cacheOptions are the cache settings of sessions of protocol p with the
@@ -160,7 +181,8 @@ func (c nsConfig) options() config.Options {
 // a subtree), which the cache puts over o file by file.
 func cacheOptions(p protocols.Protocol, o config.Options, perFile []config.File) cache.Options {
 	co := cache.Options{TRead: o.TRead, TWrite: o.TWrite, AgePercent: o.AgePercent, DirTTL: o.DirTTL,
-		ReadAhead: o.ReadAhead, ReadOnly: config.Value(o.ReadOnly) || !p.Writable, Files: map[string]cache.FileOptions{}}
+		ReadAhead: o.ReadAhead, ReadOnly: config.Value(o.ReadOnly) || !p.Writable, Files: map[string]cache.FileOptions{},
+		PrefetchRequests: o.PrefetchRequests, PrefetchDir: o.PrefetchDir, PrefetchFile: o.PrefetchFile, ReaddirAhead: o.ReaddirAhead}
 	for _, f := range perFile {
 		if f.Root.Scheme != p.Scheme {
 			continue

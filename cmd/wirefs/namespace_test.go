@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"wirefs/internal/cache"
 	"wirefs/internal/config"
 	"wirefs/internal/protocols"
 )
@@ -101,6 +102,31 @@ func TestSessionOptions(t *testing.T) {
 	}
 	if o := parseNSFlags(t, "--accept-new-host-keys").options(); !remoteOptions("", sftp, o, nil).AcceptNewHostKeys {
 		t.Error("--accept-new-host-keys lost")
+	}
+}
+
+// TestPrefetchOptions: the prefetch bounds come from the flags (their
+// defaults, or -o with _), and a mount line wins over them.
+func TestPrefetchOptions(t *testing.T) {
+	reg := protocols.Remote()
+	sftp, _ := reg.Lookup("sftp")
+	co := cacheOptions(sftp, parseNSFlags(t, "").options(), nil)
+	if *co.PrefetchRequests != cache.DefaultPrefetchRequests || *co.PrefetchDir != cache.DefaultPrefetchDir ||
+		*co.PrefetchFile != cache.DefaultPrefetchFile || *co.ReaddirAhead != cache.DefaultReaddirAhead {
+		t.Errorf("defaults: %d %d %d %d", *co.PrefetchRequests, *co.PrefetchDir, *co.PrefetchFile, *co.ReaddirAhead)
+	}
+	cli := parseNSFlags(t, "-o prefetch_requests=8,prefetch_dir=2m --prefetch-file 64k --readdir-ahead 0")
+	co = cacheOptions(sftp, cli.options(), nil)
+	if *co.PrefetchRequests != 8 || *co.PrefetchDir != 2<<20 || *co.PrefetchFile != 64<<10 || *co.ReaddirAhead != 0 {
+		t.Errorf("command line: %d %d %d %d", *co.PrefetchRequests, *co.PrefetchDir, *co.PrefetchFile, *co.ReaddirAhead)
+	}
+	tab, err := config.Parse("/m sftp://h/ prefetch_requests=0 prefetch_file=1m", reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	co = cacheOptions(sftp, tab.Mounts[0].Opts.Over(cli.options()), nil)
+	if *co.PrefetchRequests != 0 || *co.PrefetchDir != 2<<20 || *co.PrefetchFile != 1<<20 {
+		t.Errorf("mount line: %d %d %d", *co.PrefetchRequests, *co.PrefetchDir, *co.PrefetchFile)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"wirefs/internal/config"
 )
 
 // optionsFlag is -o OPT[,OPT...], the way mount(8), fstab and sshfs give
@@ -142,4 +144,32 @@ func optionNames(fs *pflag.FlagSet, mount bool) []string {
 		names = append(names, "ro", "rw", "noexec", "exec", "_netdev", "noauto", "nofail")
 	}
 	return names
+}
+
+// sizeFlag is a byte count flag with an optional k, m or g suffix
+// (config.ParseSize), shown the same way.
+type sizeFlag int64
+
+func (s *sizeFlag) Type() string { return "size" }
+
+func (s *sizeFlag) Set(v string) error {
+	n, err := config.ParseSize(v)
+	if err != nil {
+		return err
+	}
+	*s = sizeFlag(n)
+	return nil
+}
+
+func (s *sizeFlag) String() string {
+	n := int64(*s)
+	for _, u := range []struct {
+		suffix string
+		shift  uint
+	}{{"g", 30}, {"m", 20}, {"k", 10}} {
+		if n != 0 && n%(1<<u.shift) == 0 {
+			return fmt.Sprintf("%d%s", n>>u.shift, u.suffix)
+		}
+	}
+	return fmt.Sprint(n)
 }

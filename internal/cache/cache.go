@@ -58,6 +58,11 @@ const (
 	DefaultReadAhead = 1 << 20
 	DefaultLimit     = 1 << 30 // bytes of clean data kept when New is given 0
 
+	DefaultPrefetchRequests = 32        // background requests in flight per server
+	DefaultPrefetchDir      = 8 << 20   // bytes of one directory's files fetched ahead per listing
+	DefaultPrefetchFile     = 256 << 10 // the largest file fetched ahead
+	DefaultReaddirAhead     = 64        // subdirectories listed ahead of a program's listing
+
 	maxReadAhead       = 8 << 20          // read-ahead doubles on sequential misses up to this
 	minFetch           = 128 << 10        // a miss fetches at least this much
 	readAheadPerServer = 2                // concurrent read-ahead fetches per server
@@ -88,6 +93,19 @@ type Options struct {
 	// ReadAhead: bytes fetched beyond a miss, doubling on sequential
 	// misses up to 8 MiB. nil: DefaultReadAhead; 0: none.
 	ReadAhead *int64
+	// PrefetchRequests bounds the background requests (files fetched
+	// and directories listed ahead, prefetch.go) one server has in
+	// flight. nil: DefaultPrefetchRequests; 0: no prefetch at all.
+	PrefetchRequests *int
+	// PrefetchDir: once a program that listed a directory reads one of
+	// its files, the directory's other files of at most PrefetchFile
+	// bytes are fetched ahead, up to PrefetchDir bytes per listing.
+	// nil: DefaultPrefetchDir, DefaultPrefetchFile; 0: no file is.
+	PrefetchDir, PrefetchFile *int64
+	// ReaddirAhead: when a program lists a directory, up to this many of
+	// its subdirectories are listed ahead (ls -lR, find). nil:
+	// DefaultReaddirAhead; 0: none.
+	ReaddirAhead *int
 	// ReadOnly refuses every change with EROFS even when the backend can
 	// write.
 	ReadOnly bool
@@ -111,12 +129,22 @@ type settings struct {
 	TRead, TWrite, DirTTL time.Duration
 	AgePercent            int
 	ReadAhead             int64
+	PrefetchRequests      int
+	PrefetchDir           int64
+	PrefetchFile          int64
+	ReaddirAhead          int
 	ReadOnly              bool
 	Files                 map[string]FileOptions
 }
 
 func (o Options) settings() settings {
-	s := settings{TRead: DefaultTRead, ReadAhead: DefaultReadAhead, ReadOnly: o.ReadOnly, Files: o.Files}
+	s := settings{TRead: DefaultTRead, ReadAhead: DefaultReadAhead, ReadOnly: o.ReadOnly, Files: o.Files,
+		PrefetchRequests: DefaultPrefetchRequests, PrefetchDir: DefaultPrefetchDir, PrefetchFile: DefaultPrefetchFile,
+		ReaddirAhead: DefaultReaddirAhead}
+	set(&s.PrefetchRequests, o.PrefetchRequests)
+	set(&s.PrefetchDir, o.PrefetchDir)
+	set(&s.PrefetchFile, o.PrefetchFile)
+	set(&s.ReaddirAhead, o.ReaddirAhead)
 	set(&s.TRead, o.TRead)
 	s.DirTTL = s.TRead
 	set(&s.DirTTL, o.DirTTL)
@@ -170,6 +198,8 @@ type Cache struct {
 	lruMu   sync.Mutex // innermost lock: taken with a file's mu held
 	lru     *list.List // files with data on disk, most recently used first
 	used    int64      // bytes of clean data on disk
+	// reserved: bytes of prefetches in flight, not yet in used.
+	reserved int64
 }
 
 // New opens the cache in dir, creating it with mode 0700 (and tightening

@@ -459,7 +459,8 @@ func TestReadDirIsOneList(t *testing.T) {
 		b.put(t, fmt.Sprintf("/dir/file%02d", i), pattern(i*10))
 	}
 	os.Mkdir(b.local("/dir/sub"), 0o755)
-	root := c.Root("local://ls", b, Options{})
+	// Without readdir-ahead, which lists sub too (prefetch_test.go).
+	root := c.Root("local://ls", b, Options{ReaddirAhead: new(0)})
 	d := lookup(t, root, "dir").(ns.Dir)
 	before := b.total()
 	ents, err := d.ReadDir(bg)

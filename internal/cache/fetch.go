@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"wirefs/internal/ns"
+	"wirefs/internal/remote"
 )
 
 // Fetching: the ranges readers miss come from the server into the sparse
@@ -49,6 +50,16 @@ func (f *file) length(ctx context.Context) (int64, error) {
 // need returns once [off, end) is in the data file, fetching what is
 // missing; h (nil for whole-file fetches) paces the read-ahead.
 func (f *file) need(ctx context.Context, off, end int64, h *handle) error {
+	return f.await(ctx, off, end, h, false)
+}
+
+// await is need for a program (foreground: counted in the server's gate,
+// so that prefetch makes room) or for prefetch (background: its fetches
+// tell the backend so, remote.Background).
+func (f *file) await(ctx context.Context, off, end int64, h *handle, background bool) error {
+	if !background {
+		defer f.t.gate.foreground()()
+	}
 	var joined *fetch
 	defer func() {
 		if joined != nil {
@@ -70,7 +81,7 @@ func (f *file) need(ctx context.Context, off, end int64, h *handle) error {
 		fe := f.fetchAt(g.off)
 		if fe == nil {
 			var err error
-			if fe, err = f.startFetchLocked(g, h); err != nil {
+			if fe, err = f.startFetchLocked(g, h, background); err != nil {
 				f.mu.Unlock()
 				return err
 			}
@@ -117,7 +128,7 @@ func (f *file) fetchAt(off int64) *fetch {
 // when h asks for it and the server has a read-ahead slot free: demand
 // fetches never wait for a slot, read-ahead never takes more than
 // readAheadPerServer, so bulk transfers cannot crowd out Stat and List.
-func (f *file) startFetchLocked(g span, h *handle) (*fetch, error) {
+func (f *file) startFetchLocked(g span, h *handle, background bool) (*fetch, error) {
 	t := f.t
 	end := g.end
 	slot := false
@@ -153,6 +164,9 @@ func (f *file) startFetchLocked(g span, h *handle) (*fetch, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(t.ctx)
+	if background {
+		ctx = remote.Background(ctx)
+	}
 	fe := &fetch{off: g.off, end: end, cancel: cancel}
 	gen, p := f.dataGen, f.path
 	if !t.spawn(func() { f.run(ctx, fe, b, gen, p, slot) }) {

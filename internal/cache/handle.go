@@ -95,6 +95,7 @@ func (h *handle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 			}
 			return n, err
 		}
+		f.t.siblingsAhead(f)
 		if err := f.need(ctx, off, end, h); err != nil {
 			return 0, err
 		}
@@ -119,7 +120,7 @@ func (h *handle) prefetch(pos int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if g, missing := f.present.gap(next, f.lengthLocked()); missing && g.off == next && f.fetchAt(next) == nil {
-		f.startFetchLocked(span{next, next}, h) // a failure shows at the reader's next miss
+		f.startFetchLocked(span{next, next}, h, false) // a failure shows at the reader's next miss
 	}
 }
 

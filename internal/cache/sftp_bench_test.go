@@ -1,31 +1,19 @@
 package cache
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"wirefs/internal/ns"
-	"wirefs/internal/provider/sftp"
-	"wirefs/internal/remote"
-	"wirefs/internal/testsrv"
 )
 
 // Cold reads through the cache from a real sshd, as a FUSE mount does
 // them (128 KiB reads): go test -run X -bench SFTP ./internal/cache
 func BenchmarkSFTPColdRead(b *testing.B) {
-	s := testsrv.StartSSHD(b)
-	home := b.TempDir()
-	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
-	config := fmt.Sprintf("Host testhost\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n", s.Port, s.User, s.UserKeyFile)
-	os.WriteFile(filepath.Join(home, ".ssh", "config"), []byte(config), 0o600)
-	os.WriteFile(filepath.Join(home, ".ssh", "known_hosts"), []byte(s.KnownHostsLine()+"\n"), 0o600)
-	b.Setenv("SSH_AUTH_SOCK", "")
-
+	home := sshHome(b)
 	srv := b.TempDir()
 	const small = 1000
 	os.Mkdir(filepath.Join(srv, "small"), 0o755)
@@ -37,22 +25,12 @@ func BenchmarkSFTPColdRead(b *testing.B) {
 
 	// session returns the tree of srv on a fresh, empty cache.
 	session := func(b *testing.B) ns.Dir {
-		be, err := sftp.Dial(context.Background(), "testhost", remote.Options{Home: home, Timeout: 30 * time.Second})
-		if err != nil {
-			b.Fatal(err)
-		}
 		c, err := New(filepath.Join(b.TempDir(), "cache"), 4<<30, slog.New(slog.DiscardHandler))
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { c.Close() })
-		var d ns.Node = c.Root("sftp://testhost", be, Options{})
-		for _, name := range splitPath(srv) {
-			if d, err = d.(ns.Dir).Lookup(bg, name); err != nil {
-				b.Fatal(err)
-			}
-		}
-		return d.(ns.Dir)
+		return sftpTree(b, home, srv, c, Options{}, nil)
 	}
 	read := func(b *testing.B, d ns.Dir, name string) int64 {
 		n, err := d.Lookup(bg, name)

@@ -32,6 +32,7 @@ type tree struct {
 	ctx       context.Context // cancelled by close: ends transfers
 	cancel    context.CancelFunc
 	readAhead chan struct{} // semaphore: read-ahead fetches in flight
+	gate      *gate         // the server's requests: prefetch waits for room (prefetch.go)
 	spares    spares
 
 	mu    sync.Mutex
@@ -56,7 +57,7 @@ func newTree(c *Cache, key string, b remote.Backend, opts Options) *tree {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &tree{
 		c: c, key: key, b: b, w: w, o: o, dir: c.sessionDir(key),
-		ctx: ctx, cancel: cancel, readAhead: make(chan struct{}, readAheadPerServer),
+		ctx: ctx, cancel: cancel, readAhead: make(chan struct{}, readAheadPerServer), gate: newGate(o.PrefetchRequests),
 		files: map[string]*file{}, dirs: map[string]*dir{}, dirty: map[*file]bool{},
 	}
 	// Failing here only means that nothing can be cached on disk; every
@@ -381,6 +382,10 @@ type dir struct {
 	listed    time.Time
 	listEpoch int64
 	listing   *call // List in flight
+
+	shown    time.Time // the listing (its listed) a program last read with ReadDir
+	aheadFor time.Time // the listing whose files were prefetched
+	queued   bool      // to be listed ahead
 }
 
 var (
@@ -511,7 +516,11 @@ func (d *dir) list(ctx context.Context) (map[string]remote.Info, error) {
 		c = &call{done: make(chan struct{})}
 		d.listing = c
 		p := d.path
-		if !t.spawn(func() { d.fetchList(c, p) }) {
+		lctx := t.ctx
+		if remote.IsBackground(ctx) {
+			lctx = remote.Background(lctx) // listed ahead
+		}
+		if !t.spawn(func() { d.fetchList(lctx, c, p) }) {
 			d.listing = nil
 			d.mu.Unlock()
 			return nil, ns.Errorf(syscall.EIO, "%s is closed", t.key)
@@ -524,10 +533,13 @@ func (d *dir) list(ctx context.Context) (map[string]remote.Info, error) {
 	return copyNames(c.names), nil
 }
 
-func (d *dir) fetchList(c *call, p string) {
+func (d *dir) fetchList(ctx context.Context, c *call, p string) {
 	t := d.t
 	epoch, at := t.c.epoch.Load(), time.Now()
-	infos, err := t.b.List(t.ctx, p)
+	if !remote.IsBackground(ctx) {
+		defer t.gate.foreground()()
+	}
+	infos, err := t.b.List(ctx, p)
 	names := make(map[string]remote.Info, len(infos))
 	var files []*file
 	var dirs []*dir
@@ -583,6 +595,7 @@ func (d *dir) ReadDir(ctx context.Context) ([]ns.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.shownToProgram(names)
 	p := d.remotePath()
 	out := make([]ns.DirEntry, 0, len(names))
 	t.mu.Lock()

@@ -90,6 +90,18 @@ type Options struct {
 	// ReadAhead, read_ahead: bytes fetched beyond a read that misses the
 	// cache; 0: none.
 	ReadAhead *int64
+	// PrefetchRequests, prefetch_requests: background requests (files
+	// fetched, directories listed ahead) in flight per server; 0: no
+	// prefetch.
+	PrefetchRequests *int
+	// PrefetchDir, prefetch_dir: bytes of one directory's files fetched
+	// ahead once a program that listed it reads one; 0: none.
+	PrefetchDir *int64
+	// PrefetchFile, prefetch_file: the largest file fetched ahead; 0: none.
+	PrefetchFile *int64
+	// ReaddirAhead, readdir_ahead: subdirectories listed ahead when a
+	// program lists a directory; 0: none.
+	ReaddirAhead *int
 	// ReadOnly, ro: refuse every change with EROFS.
 	ReadOnly *bool
 	// AcceptNewHostKeys, accept_new_host_keys: SFTP adds unknown host keys
@@ -113,6 +125,10 @@ func (o Options) Over(base Options) Options {
 		ReadTimeout:       or(o.ReadTimeout, base.ReadTimeout),
 		ConnectTimeout:    or(o.ConnectTimeout, base.ConnectTimeout),
 		ReadAhead:         or(o.ReadAhead, base.ReadAhead),
+		PrefetchRequests:  or(o.PrefetchRequests, base.PrefetchRequests),
+		PrefetchDir:       or(o.PrefetchDir, base.PrefetchDir),
+		PrefetchFile:      or(o.PrefetchFile, base.PrefetchFile),
+		ReaddirAhead:      or(o.ReaddirAhead, base.ReaddirAhead),
 		ReadOnly:          or(o.ReadOnly, base.ReadOnly),
 		AcceptNewHostKeys: or(o.AcceptNewHostKeys, base.AcceptNewHostKeys),
 	}
@@ -261,6 +277,18 @@ func options() []option {
 			o.ReadAhead = &n
 			return err
 		}},
+		{name: "prefetch_requests", set: func(o *Options, v string) (err error) { o.PrefetchRequests, err = count(v); return err }},
+		{name: "prefetch_dir", set: func(o *Options, v string) error {
+			n, err := ParseSize(v)
+			o.PrefetchDir = &n
+			return err
+		}},
+		{name: "prefetch_file", set: func(o *Options, v string) error {
+			n, err := ParseSize(v)
+			o.PrefetchFile = &n
+			return err
+		}},
+		{name: "readdir_ahead", set: func(o *Options, v string) (err error) { o.ReaddirAhead, err = count(v); return err }},
 		{name: "ro", flag: true, set: func(o *Options, _ string) error { o.ReadOnly = new(true); return nil }},
 		{name: "accept_new_host_keys", flag: true, set: func(o *Options, _ string) error { o.AcceptNewHostKeys = new(true); return nil }},
 	}
@@ -273,6 +301,15 @@ func duration(v string) (*time.Duration, error) {
 		err = fmt.Errorf("negative")
 	}
 	return &d, err
+}
+
+// count parses a number of requests or directories: 0 to 4096.
+func count(v string) (*int, error) {
+	n, err := strconv.Atoi(v)
+	if err == nil && (n < 0 || n > 4096) {
+		err = fmt.Errorf("not in 0..4096")
+	}
+	return &n, err
 }
 
 // ParseOptions parses "key=value" words (and the flags "ro",

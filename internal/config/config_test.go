@@ -73,6 +73,11 @@ func TestParseOptions(t *testing.T) {
 		{"connect_timeout=0", Options{ConnectTimeout: new(time.Duration(0))}},
 		{"read_ahead=0", Options{ReadAhead: new(int64(0))}},
 		{"read_ahead=8k", Options{ReadAhead: new(int64(8 << 10))}},
+		{"prefetch_requests=0", Options{PrefetchRequests: new(0)}},
+		{"prefetch_requests=8", Options{PrefetchRequests: new(8)}},
+		{"prefetch_dir=16m", Options{PrefetchDir: new(int64(16 << 20))}},
+		{"prefetch_file=0", Options{PrefetchFile: new(int64(0))}},
+		{"readdir_ahead=10", Options{ReaddirAhead: new(10)}},
 		{"ro", Options{ReadOnly: new(true)}},
 		{"accept_new_host_keys", Options{AcceptNewHostKeys: new(true)}},
 		{"t_read=1s t_read=0", Options{TRead: new(time.Duration(0))}}, // the last wins
@@ -189,6 +194,10 @@ func TestParseErrors(t *testing.T) {
 		"/x sftp://h/p age_percent=101",
 		"/x sftp://h/p age_percent=-1",
 		"/x sftp://h/p read_ahead=1x",
+		"/x sftp://h/p prefetch_requests=-1",
+		"/x sftp://h/p prefetch_requests=5000",
+		"/x sftp://h/p prefetch_dir=lots",
+		"/x sftp://h/p readdir_ahead=x",
 		"/x sftp://h/p nosuch=1",
 		"/x sftp://h/p ro=1",
 		"/x sftp://h/p accept_new_host_keys=yes",
@@ -214,7 +223,7 @@ func TestErrorsListWhatIsKnown(t *testing.T) {
 		t.Errorf("unknown scheme: %v", err)
 	}
 	_, err = Parse("/x a://h/ nosuch=1", schemeList{"a"})
-	want := "(known: t_read, t_write, age_percent, dir_ttl, read_timeout, connect_timeout, read_ahead, ro, accept_new_host_keys)"
+	want := "(known: t_read, t_write, age_percent, dir_ttl, read_timeout, connect_timeout, read_ahead, prefetch_requests, prefetch_dir, prefetch_file, readdir_ahead, ro, accept_new_host_keys)"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("unknown option: %v", err)
 	}
@@ -228,6 +237,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("/csftp → ftp://ftp.example.org/pub, read_timeout=60s\n")
 	f.Add("src sftp://me@[fe80::1%eth0]:22/x t_read=1s,ro\n# c\n")
 	f.Add("/a 9p://h/srv/export read_ahead=8m")
+	f.Add("/a sftp://h/x prefetch_requests=4 prefetch_dir=1m prefetch_file=64k readdir_ahead=0")
 	f.Add("file sftp://h/p/ t_read=0 t_write=0")
 	schemes := testSchemes()
 	f.Fuzz(func(t *testing.T, text string) {

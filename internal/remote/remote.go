@@ -200,3 +200,20 @@ func ConnErrno(err error) syscall.Errno {
 	}
 	return syscall.EIO
 }
+
+// backgroundKey marks a context whose requests nobody waits for yet.
+type backgroundKey struct{}
+
+// Background returns ctx marked as background work: a prefetch the cache
+// makes before any program asks for it. A protocol that queues requests
+// (FTP's few connections) lets foreground requests go first and never
+// gives background ones its last free slot.
+func Background(ctx context.Context) context.Context {
+	return context.WithValue(ctx, backgroundKey{}, true)
+}
+
+// IsBackground reports whether ctx was marked by Background.
+func IsBackground(ctx context.Context) bool {
+	v, _ := ctx.Value(backgroundKey{}).(bool)
+	return v
+}

@@ -75,9 +75,10 @@ type Backend struct {
 
 	home string // PWD after login: what "/" means
 
-	slots     chan struct{} // one per leased connection: at most MaxConns
-	transfers chan struct{} // one per leased transfer: at most MaxConns-1
-	noEPSV    atomic.Bool
+	slots      chan struct{} // one per leased connection: at most MaxConns
+	transfers  chan struct{} // one per leased transfer: at most MaxConns-1
+	background chan struct{} // one per leased background transfer: at most MaxConns-2
+	noEPSV     atomic.Bool
 	// inPlace: temporaries cannot be used on this server (Store);
 	// warnedReplace: the log said that its RNTO does not replace.
 	inPlace, warnedReplace atomic.Bool
@@ -122,15 +123,16 @@ func dial(ctx context.Context, server string, o remote.Options, times poolTimes)
 	}
 	user, host := sv.User, sv.Host
 	b := &Backend{
-		addr:      sv.HostPort(strconv.Itoa(DefaultPort)),
-		host:      host,
-		srv:       srv,
-		log:       o.Log,
-		times:     times,
-		slots:     make(chan struct{}, MaxConns),
-		transfers: make(chan struct{}, MaxConns-1),
-		live:      map[*pconn]struct{}{},
-		done:      make(chan struct{}),
+		addr:       sv.HostPort(strconv.Itoa(DefaultPort)),
+		host:       host,
+		srv:        srv,
+		log:        o.Log,
+		times:      times,
+		slots:      make(chan struct{}, MaxConns),
+		transfers:  make(chan struct{}, MaxConns-1),
+		background: make(chan struct{}, MaxConns-2),
+		live:       map[*pconn]struct{}{},
+		done:       make(chan struct{}),
 	}
 	if o.TLS {
 		b.tls = &tls.Config{

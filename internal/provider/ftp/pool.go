@@ -16,13 +16,17 @@ import (
 	ftplib "github.com/jlaffaye/ftp"
 
 	"wirefs/internal/ns"
+	"wirefs/internal/remote"
 	"wirefs/internal/remote/session"
 )
 
 // MaxConns bounds the logged-in control connections of one session. FTP
 // carries one transfer per connection, so this is also how many transfers
 // run at once; one connection is kept for metadata (MaxConns-1 transfers
-// at most) so that Stat, List and Mkdir never wait behind reads.
+// at most) so that Stat, List and Mkdir never wait behind reads, and one
+// more for foreground transfers: background ones (remote.Background, the
+// cache's prefetch) hold at most MaxConns-2, so a read a program waits
+// for never queues behind them.
 const MaxConns = 4
 
 // poolTimes are the pool's clocks; tests shorten them.
@@ -55,6 +59,7 @@ type pconn struct {
 
 	broken    bool // a follow-up command lost the connection: discard, do not reuse
 	transfer  bool // leased with a transfer slot
+	ahead     bool // and a background one
 	reused    bool // came from the idle list (it may have gone stale)
 	lastUsed  time.Time
 	lastAlive time.Time
@@ -62,58 +67,63 @@ type pconn struct {
 
 // get leases a connection for op on p: an idle one or a new one.
 // transfer selects the slot class: transfers may hold at most MaxConns-1
-// connections.
+// connections, background transfers (remote.IsBackground(ctx)) MaxConns-2.
 func (b *Backend) get(ctx context.Context, transfer bool, op, p string) (*pconn, error) {
-	if transfer {
-		select {
-		case b.transfers <- struct{}{}:
-		case <-ctx.Done():
-			return nil, b.srv.Wrap(op, p, session.Interrupted(ctx))
-		case <-b.done:
-			return nil, b.srv.Wrap(op, p, session.ErrClosed)
-		}
+	ahead := transfer && remote.IsBackground(ctx)
+	var sems []chan struct{}
+	if ahead {
+		sems = append(sems, b.background)
 	}
-	select {
-	case b.slots <- struct{}{}:
-	case <-ctx.Done():
-		if transfer {
-			<-b.transfers
+	if transfer {
+		sems = append(sems, b.transfers)
+	}
+	sems = append(sems, b.slots)
+	for i, sem := range sems {
+		select {
+		case sem <- struct{}{}:
+			continue
+		case <-ctx.Done():
+		case <-b.done:
 		}
-		return nil, b.srv.Wrap(op, p, session.Interrupted(ctx))
-	case <-b.done:
-		if transfer {
-			<-b.transfers
+		for _, held := range sems[:i] {
+			<-held
+		}
+		if ctx.Err() != nil {
+			return nil, b.srv.Wrap(op, p, session.Interrupted(ctx))
 		}
 		return nil, b.srv.Wrap(op, p, session.ErrClosed)
 	}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		b.release(transfer)
+		b.release(transfer, ahead)
 		return nil, b.srv.Wrap(op, p, session.ErrClosed)
 	}
 	if n := len(b.idle); n > 0 {
 		pc := b.idle[n-1] // the most recently used: the least likely to be stale
 		b.idle = b.idle[:n-1]
 		b.mu.Unlock()
-		pc.transfer, pc.reused = transfer, true
+		pc.transfer, pc.ahead, pc.reused = transfer, ahead, true
 		return pc, nil
 	}
 	b.mu.Unlock()
 	pc, err := b.dial(ctx, op, p)
 	if err != nil {
-		b.release(transfer)
+		b.release(transfer, ahead)
 		return nil, err
 	}
-	pc.transfer = transfer
+	pc.transfer, pc.ahead = transfer, ahead
 	return pc, nil
 }
 
 // release gives back the slots of a lease.
-func (b *Backend) release(transfer bool) {
+func (b *Backend) release(transfer, ahead bool) {
 	<-b.slots
 	if transfer {
 		<-b.transfers
+	}
+	if ahead {
+		<-b.background
 	}
 }
 
@@ -121,7 +131,7 @@ func (b *Backend) release(transfer bool) {
 func (b *Backend) put(pc *pconn) {
 	pc.lastAlive = time.Now()
 	// Read before pc is idle: another goroutine may lease it at once.
-	transfer := pc.transfer
+	transfer, ahead := pc.transfer, pc.ahead
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -130,14 +140,14 @@ func (b *Backend) put(pc *pconn) {
 		b.idle = append(b.idle, pc)
 		b.mu.Unlock()
 	}
-	b.release(transfer)
+	b.release(transfer, ahead)
 }
 
 // discard closes a connection that failed; it is not reused.
 func (b *Backend) discard(pc *pconn) {
 	pc.kill()
 	b.forget(pc)
-	b.release(pc.transfer)
+	b.release(pc.transfer, pc.ahead)
 }
 
 // dropIdle closes every idle connection: after one turned out dead, the
@@ -384,7 +394,7 @@ func (b *Backend) tidy() {
 			b.mu.Unlock()
 			continue
 		}
-		pc.transfer = false
+		pc.transfer, pc.ahead = false, false
 		if err := pc.sc.NoOp(); err != nil {
 			b.log.Debug("ftp: idle connection lost", "server", b.srv.Host, "err", err)
 			b.discard(pc)

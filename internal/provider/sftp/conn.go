@@ -32,6 +32,7 @@ type conn struct {
 	ssh         *ssh.Client
 	sftp        *sftp.Client
 	posixRename bool
+	packet      int // the largest read or write one request carries
 }
 
 // dial connects, authenticates and starts the SFTP subsystem. ctx ends
@@ -106,14 +107,7 @@ func (b *backend) dial(ctx context.Context) (*conn, error) {
 	}
 	c.ssh = ssh.NewClient(sc, chans, reqs)
 	c.Line = session.NewLine(func() { c.ssh.Close() }, dog)
-	c.sftp, err = sftp.NewClient(c.ssh,
-		sftp.UseConcurrentReads(true),
-		sftp.UseConcurrentWrites(true),
-		sftp.MaxConcurrentRequestsPerFile(maxRequests),
-		sftp.MaxPacketUnchecked(packetSize),
-		// Fstat on the open handle: the path may be renamed meanwhile.
-		sftp.UseFstat(true),
-	)
+	c.sftp, c.packet, err = startSFTP(c.ssh)
 	if err != nil {
 		c.ssh.Close()
 		if ctx.Err() != nil {
@@ -163,4 +157,37 @@ func unreachable(err error) error {
 		return ns.Errorf(syscall.ENOENT, "unknown host (not in DNS, nor a Host in ~/.ssh/config): %v", err)
 	}
 	return err
+}
+
+// startSFTP starts the SFTP subsystem on sc with the largest packets the
+// server answers whole: pkg/sftp takes a short read answer for the end
+// of the file, so a packet must never be larger than the server's limit.
+// OpenSSH's sftp-server answers reads of up to 255 KiB
+// (SFTP_MAX_READ_LENGTH) since it announces limits@openssh.com (8.6);
+// older ones and other servers get the 32 KiB every server takes. Few
+// large packets, not many small ones, are what fill a long fat pipe:
+// 64 × 32 KiB in flight cap a stream at 2 MiB per round trip.
+func startSFTP(sc *ssh.Client) (*sftp.Client, int, error) {
+	start := func(packet int) (*sftp.Client, error) {
+		return sftp.NewClient(sc,
+			sftp.UseConcurrentReads(true),
+			sftp.UseConcurrentWrites(true),
+			sftp.MaxConcurrentRequestsPerFile(maxRequests),
+			sftp.MaxPacketUnchecked(packet),
+			// Fstat on the open handle: the path may be renamed meanwhile.
+			sftp.UseFstat(true),
+		)
+	}
+	if strings.Contains(string(sc.ServerVersion()), "OpenSSH") {
+		c, err := start(openSSHPacket)
+		if err != nil {
+			return nil, 0, err
+		}
+		if _, ok := c.HasExtension("limits@openssh.com"); ok {
+			return c, openSSHPacket, nil
+		}
+		c.Close() // an OpenSSH older than 8.6: its reads stop at 64 KiB
+	}
+	c, err := start(packetSize)
+	return c, packetSize, err
 }

@@ -12,11 +12,13 @@ import (
 	"wirefs/internal/remote/session"
 )
 
-// The reader fetches in chunks that start small, so that small files cost
-// little memory, and double up to a full window of concurrent requests.
+// The reader fetches in chunks that start small when the length is not
+// known, so that small files cost little memory, and double up to a full
+// window of concurrent requests (at most lastChunk: with OpenSSH's 255
+// KiB packets, 32 in flight fill 160 MiB/s at 50 ms).
 const (
 	firstChunk = 64 << 10
-	lastChunk  = maxRequests * packetSize
+	lastChunk  = 8 << 20
 )
 
 func (b *backend) ReadRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
@@ -25,7 +27,13 @@ func (b *backend) ReadRange(ctx context.Context, p string, off, n int64) (io.Rea
 		if err != nil {
 			return nil, err
 		}
-		return &reader{b: b, c: c, f: f, p: p, ctx: ctx, off: off, left: n, chunk: firstChunk}, nil
+		r := &reader{b: b, c: c, f: f, p: p, ctx: ctx, off: off, left: n, chunk: firstChunk,
+			last: min(lastChunk, maxRequests*c.packet)}
+		if n > 0 {
+			// The caller says how much it wants: no need to probe.
+			r.chunk = int(min(n, int64(r.last)))
+		}
+		return r, nil
 	}, func(r io.ReadCloser) { r.Close() }) // opened for a caller who gave up
 }
 
@@ -45,6 +53,7 @@ type reader struct {
 	off   int64 // of the next chunk to ask for
 	left  int64 // bytes not yet asked for; < 0 up to the end
 	chunk int
+	last  int    // the largest chunk
 	next  *chunk // asked for and not yet returned; nil when none
 	buf   []byte // fetched and not yet returned
 	err   error  // sticky: io.EOF or why the reader failed
@@ -148,7 +157,7 @@ func (r *reader) ask() bool {
 	if r.left > 0 {
 		r.left -= size
 	}
-	r.chunk = min(2*r.chunk, lastChunk)
+	r.chunk = min(2*r.chunk, r.last)
 	return true
 }
 

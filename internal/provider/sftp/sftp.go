@@ -32,9 +32,13 @@ const (
 	defaultTimeout        = 30 * time.Second
 	defaultConnectTimeout = 20 * time.Second
 	// maxRequests outstanding per file is what keeps a long fat pipe
-	// full: 64 × packetSize in flight.
+	// full: up to 64 packets in flight (conn.go, startSFTP).
 	maxRequests = 64
-	packetSize  = 32768
+	// packetSize is the packet every server takes (the SFTP drafts
+	// require 32 KiB and a little); openSSHPacket the largest read
+	// OpenSSH's sftp-server answers whole (SFTP_MAX_READ_LENGTH).
+	packetSize    = 32768
+	openSSHPacket = 256<<10 - 1024
 )
 
 var (

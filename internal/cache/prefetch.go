@@ -1,0 +1,281 @@
+package cache
+
+import (
+	"context"
+	"os"
+	"path"
+	"sort"
+	"sync"
+	"time"
+
+	"wirefs/internal/remote"
+)
+
+// Prefetch: latency hiding that is bounded and fair. At 10-100 ms from
+// the server a cold `grep -r` or `ls -lR` costs round trips one after
+// another; the cache makes them in parallel ahead of the program:
+//
+//   - siblings: once a program that listed a directory reads one of its
+//     files (a miss), the directory's other small files are fetched
+//     ahead, in listing order from the one being read: files of at most
+//     PrefetchFile bytes, at most PrefetchDir bytes per listing. A
+//     listing alone fetches no contents.
+//   - readdir-ahead: when a program lists a directory, its
+//     subdirectories (at most ReaddirAhead) are listed ahead.
+//
+// Both are background work under one per-server gate: at most
+// PrefetchRequests background requests in flight, and none starts while
+// the program's own requests fill the gate; a program's requests never
+// wait for it (they never queue behind prefetch in the cache; a protocol
+// that queues requests itself sees remote.Background). Prefetch stops
+// when the cache's clean data is near its limit, so it never evicts what
+// was read before it (dirty data is never evicted anyway).
+
+// gate is a server's request limiter with two priorities.
+type gate struct {
+	mu   sync.Mutex
+	cap  int           // background requests start only while busy < cap
+	busy int           // requests in flight: foreground and background
+	wake chan struct{} // closed and replaced when busy drops
+}
+
+func newGate(n int) *gate { return &gate{cap: n, wake: make(chan struct{})} }
+
+// foreground counts a request a program waits for; it never waits.
+func (g *gate) foreground() (done func()) {
+	g.mu.Lock()
+	g.busy++
+	g.mu.Unlock()
+	return g.done
+}
+
+// background waits for room for a background request, or ctx's end.
+func (g *gate) background(ctx context.Context) (done func(), err error) {
+	for {
+		g.mu.Lock()
+		if g.busy < g.cap {
+			g.busy++
+			g.mu.Unlock()
+			return g.done, nil
+		}
+		wake := g.wake
+		g.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (g *gate) done() {
+	g.mu.Lock()
+	g.busy--
+	close(g.wake)
+	g.wake = make(chan struct{})
+	g.mu.Unlock()
+}
+
+// ahead is one entry of a listing to prefetch.
+type ahead struct {
+	path string
+	info remote.Info
+}
+
+// shownToProgram notes that a program listed d (ReadDir) and lists its
+// subdirectories ahead.
+func (d *dir) shownToProgram(names map[string]remote.Info) {
+	t := d.t
+	d.mu.Lock()
+	d.shown = d.listed
+	p, at, epoch := d.path, d.listed, d.listEpoch
+	d.mu.Unlock()
+	if t.o.PrefetchRequests == 0 || t.o.ReaddirAhead == 0 {
+		return
+	}
+	var subs []*dir
+	for _, e := range sortedEntries(names) {
+		if len(subs) == t.o.ReaddirAhead {
+			break
+		}
+		if !e.info.Mode.IsDir() || e.info.Mode&os.ModeSymlink != 0 {
+			continue
+		}
+		sd, ok := t.node(path.Join(p, e.info.Name), e.info, at, epoch).(*dir)
+		if ok && sd.queueAhead() {
+			subs = append(subs, sd)
+		}
+	}
+	if len(subs) == 0 {
+		return
+	}
+	if !t.spawn(func() { t.listAhead(subs) }) {
+		for _, sd := range subs {
+			sd.unqueue()
+		}
+	}
+}
+
+// queueAhead marks d to be listed ahead; false when its listing is
+// fresh, being fetched or queued already.
+func (d *dir) queueAhead() bool {
+	t := d.t
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.queued || d.listing != nil || t.fresh(d.listed, d.listEpoch, t.o.DirTTL) {
+		return false
+	}
+	d.queued = true
+	return true
+}
+
+func (d *dir) unqueue() {
+	d.mu.Lock()
+	d.queued = false
+	d.mu.Unlock()
+}
+
+// listAhead lists dirs in the background, each when the gate has room.
+func (t *tree) listAhead(dirs []*dir) {
+	ctx := remote.Background(t.ctx)
+	for i, sd := range dirs {
+		done, err := t.gate.background(ctx)
+		if err == nil && !t.spawn(func() {
+			defer done()
+			defer sd.unqueue()
+			sd.list(ctx)
+		}) {
+			done()
+			err = ctx.Err()
+		}
+		if err != nil {
+			for _, rest := range dirs[i:] {
+				rest.unqueue()
+			}
+			return
+		}
+	}
+}
+
+// siblingsAhead is called when a program misses in f: if a program
+// listed f's directory, the directory's other small files are fetched
+// ahead, once per listing.
+func (t *tree) siblingsAhead(f *file) {
+	if t.o.PrefetchRequests == 0 || t.o.PrefetchDir == 0 || t.o.PrefetchFile == 0 {
+		return
+	}
+	p := f.remotePath()
+	t.mu.Lock()
+	d := t.dirs[path.Dir(p)]
+	t.mu.Unlock()
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	if d.shown.IsZero() || d.shown != d.listed || d.aheadFor == d.listed || !t.fresh(d.listed, d.listEpoch, t.o.DirTTL) {
+		d.mu.Unlock()
+		return
+	}
+	d.aheadFor = d.listed
+	dp, at, epoch := d.path, d.listed, d.listEpoch
+	entries := sortedEntries(d.names)
+	d.mu.Unlock()
+
+	// In listing order, starting after f: where the program goes next.
+	me := path.Base(p)
+	first := sort.Search(len(entries), func(i int) bool { return entries[i].info.Name > me })
+	entries = append(entries[first:], entries[:first]...)
+	var todo []ahead
+	budget := t.o.PrefetchDir
+	for _, e := range entries {
+		size := e.info.Size
+		if !e.info.Mode.IsRegular() || size <= 0 || size > t.o.PrefetchFile || e.info.Name == me {
+			continue
+		}
+		if size > budget {
+			break
+		}
+		budget -= size
+		todo = append(todo, ahead{path.Join(dp, e.info.Name), e.info})
+	}
+	if len(todo) > 0 {
+		t.spawn(func() { t.fetchAhead(todo, at, epoch) })
+	}
+}
+
+// fetchAhead fetches the files of todo whole in the background, each
+// when the gate has room, until the cache is near its limit.
+func (t *tree) fetchAhead(todo []ahead, at time.Time, epoch int64) {
+	ctx := remote.Background(t.ctx)
+	for _, a := range todo {
+		f, ok := t.node(a.path, a.info, at, epoch).(*file)
+		if !ok || !f.wantsAhead() {
+			continue
+		}
+		done, err := t.gate.background(ctx)
+		if err != nil {
+			return
+		}
+		size := a.info.Size
+		if !t.c.reserve(size) {
+			done()
+			t.c.log.Debug("cache: near its size limit; no more prefetch", "server", t.key)
+			return
+		}
+		if !t.spawn(func() {
+			defer done()
+			defer t.c.reserve(-size)
+			f.fetchWhole(ctx)
+		}) {
+			t.c.reserve(-size)
+			done()
+			return
+		}
+	}
+}
+
+// wantsAhead reports whether f is worth fetching ahead: clean, of a
+// known size, not present, nobody fetching it.
+func (f *file) wantsAhead() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.dirty && !f.removed && f.info.Size > 0 && len(f.fetches) == 0 && !f.completeLocked()
+}
+
+// fetchWhole fetches what is missing of f (a background fetch: its
+// failure is for a program's read to find and report).
+func (f *file) fetchWhole(ctx context.Context) {
+	f.mu.Lock()
+	size := f.lengthLocked()
+	f.mu.Unlock()
+	if size > 0 {
+		if err := f.await(ctx, 0, size, nil, true); err != nil && ctx.Err() == nil {
+			f.t.c.log.Debug("cache: prefetch failed", "server", f.t.key, "path", f.remotePath(), "err", err)
+		}
+	}
+	f.settle() // count the bytes in used before their reservation goes
+}
+
+// reserve sets n bytes aside for a prefetch, unless the clean data and
+// the prefetches in flight would then pass nine tenths of the cache's
+// limit: prefetch stops there. A negative n gives a reservation back once
+// its bytes are counted in used.
+func (c *Cache) reserve(n int64) bool {
+	c.lruMu.Lock()
+	defer c.lruMu.Unlock()
+	if n > 0 && c.used+c.reserved+n > c.limit-c.limit/10 {
+		return false
+	}
+	c.reserved += n
+	return true
+}
+
+func sortedEntries(names map[string]remote.Info) []ahead {
+	out := make([]ahead, 0, len(names))
+	for name, info := range names {
+		info.Name = name
+		out = append(out, ahead{info: info})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].info.Name < out[j].info.Name })
+	return out
+}
