@@ -1,31 +1,47 @@
 #!/usr/bin/env bash
-# wirefs remote files against sshfs, rclone mount and httpdirfs: the same
-# file operations on sftp (OpenSSH sshd), ftp (vsftpd) and http (nginx
-# autoindex) servers on loopback, at 0 ms and at 10 ms round-trip time
-# (a user-space delay proxy, _delayproxy/; netem is not available).
-# Prints one Markdown table per protocol and latency.
+# wirefs remote files against sshfs, rclone mount and httpdirfs (issue 13):
+# the same file operations through wirefs sftp (OpenSSH sshd), ftp
+# (vsftpd), http (nginx autoindex) and 9p (diod), and through the peers of
+# each protocol, in the same run, at 0, 10 and 50 ms round-trip time (a
+# user-space delay proxy, _delayproxy/; netem is not available). Prints one
+# Markdown table per protocol and latency, and the prefetch cost table.
 #
-#   bench/remote/run.sh           full run: 3 runs per cell, 0 and 10 ms
-#   bench/remote/run.sh --quick   1 run, 0 ms only, no small-file and Andrew
-#                                 rows (< 3 min)
+#   bench/remote/run.sh           full run: 3 runs per cell, 0, 10, 50 ms
+#   bench/remote/run.sh --quick   1 run, 10 ms, sftp and http, 3 rows
 #   BENCH_RUNS=N       runs per cell (median of N; default 3, quick 1)
-#   BENCH_RTTS="0 10"  round-trip times in ms (default "0 10", quick "0")
-#   BENCH_PROTOS="sftp ftp http"  only some protocols
+#   BENCH_RTTS="0 10 50"  round-trip times in whole ms (quick "10")
+#   BENCH_PROTOS="sftp ftp http 9p"  only some protocols (quick "sftp http")
+#   BENCH_SYSTEMS="wirefs sshfs rclone httpdirfs local base"  only some
+#                      systems (each protocol runs those of its peers)
+#   BENCH_OPS="lsR grep big small write andrew"  only some rows
+#   BENCH_BASE=REV     also measure wirefs as committed at REV (column
+#                      "base"; git archive + build): the same run says
+#                      whether a row got slower
+#   BENCH_COST=0|1     the prefetch cost table (default 1, quick 0): at the
+#                      first non-zero RTT, server requests and bytes on the
+#                      wire for a cold ls -lR and grep -r, per useful byte
 #   BENCH_WIREFS=PATH  measure this wirefs binary instead of building one
-#   BENCH_TIMEOUT=S    bound on one timed command (default 60 s, quick
-#                      12 s); a cell that hits it shows "timeout" (httpdirfs
-#                      needs about 0.1 s per file opened: 4000-file rows hit it)
+#   BENCH_TIMEOUT=S    bound on one timed command (default 30 s); a cell
+#                      that hits it shows "timeout" (it took longer)
+#
+# Rows (cold: a fresh mount with an empty cache; warm: the same command
+# right after, on the same mount): ls -lR and grep -r of a 4000-file tree
+# (40 directories x 100 text files of 1-8 KiB, and a few nested levels),
+# cat of a 64 MiB file, small-file copy-out (cp -r of 10 of the tree's
+# directories, 1000 files, to local disk), write of 64 MiB (not http), and
+# an Andrew-like build (copy a C project in, find -ls, read all, make -j2;
+# on read-only http the build goes to local disk).
 #
 # Cells are seconds (lower is better); "peer/wirefs" > 1 means wirefs is
-# faster. "Cold": every system is freshly mounted with an empty cache for
-# that row; "warm": the same command again right after, on the same mount.
-# The server's files stay in the machine's page cache (we do not drop it:
-# the machine is shared), so "cold" means a cold client.
+# faster. The server's files stay in the machine's page cache (we do not
+# drop it: the machine is shared), so "cold" means a cold client.
 #
-# Needs root (vsftpd chroots; FUSE mounts), go, cc, make, sshd, vsftpd,
-# nginx, sshfs, rclone, httpdirfs, fusermount3. Everything it makes goes to
-# bench/out/remote/; every server, proxy and mount it starts is stopped on
-# exit, also on failure or Ctrl-C.
+# Needs root (vsftpd chroots, diod, FUSE mounts), go, cc, make, sshd,
+# vsftpd, nginx, sshfs, rclone, httpdirfs, fusermount3, unshare; diod for
+# the 9p rows. Everything goes to bench/out/remote/; every server, proxy
+# and mount it starts is stopped on exit, also on failure or Ctrl-C. The
+# script runs in a mount namespace of its own (unshare -m): its FUSE
+# mounts are invisible to every other process and cannot outlive it.
 set -euo pipefail
 
 SELF=$(readlink -f "$0")
@@ -41,7 +57,7 @@ for a in "$@"; do
 	esac
 done
 [ "$(id -u)" = 0 ] || { echo "run.sh: must run as root (vsftpd, FUSE mounts)" >&2; exit 1; }
-for t in go cc make ssh-keygen sshfs rclone httpdirfs fusermount3 timeout awk ss; do
+for t in go cc make git ssh-keygen sshfs rclone httpdirfs fusermount3 timeout awk ss unshare; do
 	command -v $t >/dev/null || { echo "run.sh: $t is missing" >&2; exit 1; }
 done
 # into a private mount namespace (same pid: exec, no fork): the FUSE
@@ -55,18 +71,28 @@ VSFTPD=$(command -v vsftpd || echo /usr/sbin/vsftpd)
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 for t in "$SSHD" "$VSFTPD" "$NGINX"; do [ -x "$t" ] || { echo "run.sh: $t is missing" >&2; exit 1; }; done
 id ftp >/dev/null 2>&1 || { echo "run.sh: vsftpd's anonymous user ftp does not exist" >&2; exit 1; }
+DIOD=$(command -v diod || echo /usr/sbin/diod)
 
 if [ "$QUICK" = 1 ]; then
-	RUNS=${BENCH_RUNS:-1}; RTTS=${BENCH_RTTS:-0}; TMO=${BENCH_TIMEOUT:-12}
-	OPS="lsR grep big write"
+	RUNS=${BENCH_RUNS:-1}; RTTS=${BENCH_RTTS:-10}; PROTOS=${BENCH_PROTOS:-sftp http}
+	OPS=${BENCH_OPS:-lsR grep big}; COST=${BENCH_COST:-0}
 else
-	RUNS=${BENCH_RUNS:-3}; RTTS=${BENCH_RTTS:-0 10}; TMO=${BENCH_TIMEOUT:-60}
-	OPS="lsR grep big small write andrew"
+	RUNS=${BENCH_RUNS:-3}; RTTS=${BENCH_RTTS:-0 10 50}; PROTOS=${BENCH_PROTOS:-sftp ftp http 9p}
+	OPS=${BENCH_OPS:-lsR grep big small write andrew}; COST=${BENCH_COST:-1}
 fi
-PROTOS=${BENCH_PROTOS:-sftp ftp http}
-BIG_MB=256
+TMO=${BENCH_TIMEOUT:-30}
+SYSTEMS=${BENCH_SYSTEMS:-wirefs sshfs rclone httpdirfs local base}
+[ -n "${BENCH_BASE:-}" ] || SYSTEMS=${SYSTEMS//base/}
+for r in $RTTS; do [[ $r =~ ^[0-9]+$ ]] || { echo "run.sh: BENCH_RTTS: whole milliseconds" >&2; exit 2; }; done
+case " $PROTOS " in *" 9p "*)
+	[ -x "$DIOD" ] || { echo "run.sh: diod is missing: no 9p rows" >&2; PROTOS=${PROTOS//9p/}; } ;;
+esac
+COST_RTT=""
+for r in $RTTS; do [ "$r" != 0 ] && { COST_RTT=$r; break; }; done
+[ -n "$COST_RTT" ] || COST=0
+BIG_MB=64
 NDIRS=40 NFILES=100 # the tree: NDIRS x NFILES files of 1-8 KiB, plus nested levels
-PASV_N=16           # passive FTP data ports proxied at 10 ms
+PASV_N=16           # passive FTP data ports of each delayed vsftpd
 
 mkdir -p "$OUT"
 START=$(date +%s)
@@ -107,6 +133,14 @@ else
 		TREE="commit $(git rev-parse --short HEAD)"
 		[ -z "$(git status --porcelain -- cmd internal go.mod go.sum)" ] || TREE="$TREE plus uncommitted changes"
 	fi
+fi
+BASE_REV=""
+if [ -n "${BENCH_BASE:-}" ]; then
+	BASE_REV=$(git rev-parse --short --verify "$BENCH_BASE^{commit}")
+	rm -rf "$OUT/basesrc"; mkdir -p "$OUT/basesrc"
+	git archive "$BASE_REV" | tar -x -C "$OUT/basesrc"
+	(cd "$OUT/basesrc" && go build -o "$OUT/wirefs-base" ./cmd/wirefs)
+	rm -rf "$OUT/basesrc"
 fi
 go build -o "$OUT/delayproxy" ./bench/remote/_delayproxy
 WIREFS=$OUT/wirefs
@@ -170,9 +204,6 @@ chown root:root "$SRV"; chmod 0755 "$SRV"
 mkdir -p "$SRV/w"; chmod 0777 "$SRV/w"
 chown -R ftp:ftp "$SRV"/*
 for d in "$OUT" "$ROOT/bench/out" "$ROOT/bench" "$ROOT" "$(dirname "$ROOT")"; do chmod o+x "$d"; done
-# the 1000 small files, by name (no readdir in that row)
-SMALL_LIST=$OUT/small.list
-awk 'BEGIN { for (i = 0; i < 1000; i++) printf "tree/d%02d/f%03d.txt\n", int(i / 100), i % 100 }' >"$SMALL_LIST"
 
 # ---- ports ----
 USED_PORTS=""
@@ -195,9 +226,17 @@ free_range() { # N: N consecutive free ports, prints the first
 		[ $ok = 1 ] && { for ((i = 0; i < $1; i++)); do USED_PORTS="$USED_PORTS $((p + i))"; done; echo "$p"; return; }
 	done
 }
-PS0=$(free_port) PH0=$(free_port) PF0=$(free_port) # the servers, direct (0 ms)
-PS1=$(free_port) PH1=$(free_port) PF1=$(free_port) # the proxy (10 ms)
-PASV=$(free_range $PASV_N)
+# Per RTT, the ports a client uses: at 0 ms the servers' own, otherwise
+# those of the proxy of that RTT. S0, H0, N0: sshd, nginx, diod.
+declare -A PS PH PF P9 PASV
+S0=$(free_port) H0=$(free_port) N0=$(free_port)
+for r in $RTTS; do
+	if [ "$r" = 0 ]; then
+		PS[0]=$S0 PH[0]=$H0 P9[0]=$N0 PF[0]=$(free_port)
+	else
+		PS[$r]=$(free_port) PH[$r]=$(free_port) PF[$r]=$(free_port) P9[$r]=$(free_port) PASV[$r]=$(free_range $PASV_N)
+	fi
+done
 
 wait_port() { # HOST PORT WHAT LOG
 	for _ in $(seq 200); do
@@ -213,13 +252,18 @@ HOMED=$RUN/home
 mkdir -p "$HOMED/.ssh"; chmod 700 "$HOMED" "$HOMED/.ssh"
 
 # ---- sshd ----
-log "starting sshd, vsftpd, nginx (and the 10 ms proxy)"
+log "starting sshd, vsftpd, nginx, diod and the delay proxies"
 mkdir -p /run/sshd
 ssh-keygen -q -t ed25519 -N '' -f "$RUN/host_key"
 ssh-keygen -q -t ed25519 -N '' -f "$HOMED/.ssh/id_ed25519"
 cp "$HOMED/.ssh/id_ed25519.pub" "$RUN/authorized_keys"
+# sftp-server -l VERBOSE logs every open and opendir (to its stderr,
+# which the user's shell sends to a file): the cost table's count of SFTP
+# requests
+SFTP_SERVER=$(ls /usr/lib/openssh/sftp-server /usr/lib/sftp-server /usr/libexec/sftp-server 2>/dev/null | head -1)
+[ -n "$SFTP_SERVER" ] || { echo "run.sh: OpenSSH's sftp-server is missing" >&2; exit 1; }
 cat >"$RUN/sshd_config" <<EOF
-ListenAddress 127.0.0.1:$PS0
+ListenAddress 127.0.0.1:$S0
 HostKey $RUN/host_key
 PidFile $RUN/sshd.pid
 AuthorizedKeysFile $RUN/authorized_keys
@@ -230,14 +274,18 @@ PubkeyAuthentication yes
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 AllowUsers root
-Subsystem sftp internal-sftp
+Subsystem sftp $SFTP_SERVER -e -l VERBOSE 2>>$RUN/sftp-server.log
 LogLevel ERROR
 MaxStartups 100
 MaxSessions 100
 EOF
 "$SSHD" -D -e -f "$RUN/sshd_config" 2>"$RUN/sshd.log" &
 PIDS="$PIDS $!"
-echo "[127.0.0.1]:$PS0,[127.0.0.1]:$PS1 $(cut -d' ' -f1-2 "$RUN/host_key.pub")" >"$HOMED/.ssh/known_hosts"
+{
+	printf '[127.0.0.1]:%s' "$S0"
+	for r in $RTTS; do printf ',[127.0.0.1]:%s' "${PS[$r]}"; done
+	echo " $(cut -d' ' -f1-2 "$RUN/host_key.pub")"
+} >"$HOMED/.ssh/known_hosts"
 # ssh (under sshfs) reads ~ from the password database, not $HOME: -F this
 cat >"$HOMED/.ssh/config" <<EOF
 Host 127.0.0.1
@@ -250,13 +298,14 @@ Host 127.0.0.1
 EOF
 chmod 600 "$HOMED/.ssh/"*
 
-# ---- vsftpd: one direct instance, one behind the proxy ----
-# Behind the proxy, passive data connections must be delayed too: that
-# instance listens on 127.0.0.2 (still loopback) with a fixed passive port
-# range and announces 127.0.0.1 (pasv_address); the proxy listens on
-# 127.0.0.1 at the same ports and forwards each to 127.0.0.2.
+# ---- vsftpd: one direct instance, one behind each delay proxy ----
+# Behind a proxy, passive data connections must be delayed too: that
+# instance listens on 127.0.0.2 (still loopback) with a passive port range
+# of its own and announces 127.0.0.1 (pasv_address); the proxy listens on
+# 127.0.0.1 at the same ports and forwards each to 127.0.0.2. Every FTP
+# command is logged (the cost table counts them).
 mkdir -p "$RUN/empty"
-vsftpd_conf() { # ADDR PORT EXTRA
+vsftpd_conf() { # ADDR PORT LOG EXTRA
 	cat <<EOF
 listen=YES
 listen_address=$1
@@ -264,9 +313,11 @@ listen_port=$2
 background=NO
 seccomp_sandbox=NO
 secure_chroot_dir=$RUN/empty
-xferlog_enable=NO
+xferlog_enable=YES
+xferlog_std_format=NO
+log_ftp_protocol=YES
 syslog_enable=NO
-vsftpd_log_file=$RUN/vsftpd.log
+vsftpd_log_file=$3
 write_enable=YES
 connect_from_port_20=NO
 pasv_enable=YES
@@ -284,19 +335,26 @@ anon_upload_enable=YES
 anon_mkdir_write_enable=YES
 anon_other_write_enable=YES
 anon_umask=022
-$3
+$4
 EOF
 }
-vsftpd_conf 127.0.0.1 "$PF0" "pasv_address=127.0.0.1" >"$RUN/vsftpd0.conf"
-vsftpd_conf 127.0.0.2 "$PF1" "pasv_address=127.0.0.1
-pasv_min_port=$PASV
-pasv_max_port=$((PASV + PASV_N - 1))" >"$RUN/vsftpd1.conf"
-"$VSFTPD" "$RUN/vsftpd0.conf" >"$RUN/vsftpd0.out" 2>&1 &
-PIDS="$PIDS $!"
-"$VSFTPD" "$RUN/vsftpd1.conf" >"$RUN/vsftpd1.out" 2>&1 &
-PIDS="$PIDS $!"
+for r in $RTTS; do
+	if [ "$r" = 0 ]; then
+		vsftpd_conf 127.0.0.1 "${PF[0]}" "$RUN/vsftpd0.log" "pasv_address=127.0.0.1" >"$RUN/vsftpd0.conf"
+	else
+		vsftpd_conf 127.0.0.2 "${PF[$r]}" "$RUN/vsftpd$r.log" "pasv_address=127.0.0.1
+pasv_min_port=${PASV[$r]}
+pasv_max_port=$((PASV[$r] + PASV_N - 1))" >"$RUN/vsftpd$r.conf"
+	fi
+	"$VSFTPD" "$RUN/vsftpd$r.conf" >"$RUN/vsftpd$r.out" 2>&1 &
+	PIDS="$PIDS $!"
+done
 
 # ---- nginx ----
+# absolute_redirect off: nginx answers GET /dir with a redirect to /dir/
+# that names its own port, which behind a proxy is another origin; wirefs
+# refuses that until issue 13's item 2 (another change) lands, rclone and
+# httpdirfs follow it. A relative redirect measures every client alike.
 mkdir -p "$RUN/nginx"
 cat >"$RUN/nginx/nginx.conf" <<EOF
 master_process off;
@@ -305,7 +363,7 @@ pid $RUN/nginx/nginx.pid;
 error_log $RUN/nginx/error.log error;
 events { worker_connections 1024; }
 http {
-	access_log off;
+	access_log $RUN/nginx/access.log;
 	client_body_temp_path $RUN/nginx/body;
 	proxy_temp_path $RUN/nginx/proxy;
 	fastcgi_temp_path $RUN/nginx/fastcgi;
@@ -314,8 +372,9 @@ http {
 	default_type application/octet-stream;
 	sendfile on;
 	keepalive_requests 100000;
+	absolute_redirect off;
 	server {
-		listen 127.0.0.1:$PH0;
+		listen 127.0.0.1:$H0;
 		root $SRV;
 		autoindex on;
 	}
@@ -324,32 +383,43 @@ EOF
 "$NGINX" -p "$RUN/nginx" -e "$RUN/nginx/error.log" -c "$RUN/nginx/nginx.conf" -g 'daemon off;' &
 PIDS="$PIDS $!"
 
-# ---- the 10 ms proxy: 5 ms each way on every port ----
-PAIRS="127.0.0.1:$PS1=127.0.0.1:$PS0 127.0.0.1:$PH1=127.0.0.1:$PH0 127.0.0.1:$PF1=127.0.0.2:$PF1"
-for ((i = 0; i < PASV_N; i++)); do PAIRS="$PAIRS 127.0.0.1:$((PASV + i))=127.0.0.2:$((PASV + i))"; done
-case " $RTTS " in *" 10 "*)
-	"$OUT/delayproxy" -delay 5ms -ready "$RUN/proxy.ready" $PAIRS 2>"$RUN/proxy.log" &
+# ---- diod ----
+case " $PROTOS " in *" 9p "*)
+	echo "-- empty: the command line says everything" >"$RUN/diod.conf"
+	"$DIOD" -f -n -c "$RUN/diod.conf" -L stderr -l "127.0.0.1:$N0" -e "$SRV" 2>"$RUN/diod.log" &
 	PIDS="$PIDS $!"
-	for _ in $(seq 100); do [ -e "$RUN/proxy.ready" ] && break; sleep 0.05; done
-	[ -e "$RUN/proxy.ready" ] || { echo "run.sh: the delay proxy did not start" >&2; cat "$RUN/proxy.log" >&2; exit 1; }
 	;;
 esac
-for r in $RTTS; do case $r in 0 | 10) ;; *) echo "run.sh: BENCH_RTTS: only 0 and 10" >&2; exit 2 ;; esac; done
-wait_port 127.0.0.1 "$PS0" sshd "$RUN/sshd.log"
-wait_port 127.0.0.1 "$PF0" vsftpd "$RUN/vsftpd0.out"
-wait_port 127.0.0.2 "$PF1" vsftpd "$RUN/vsftpd1.out"
-wait_port 127.0.0.1 "$PH0" nginx "$RUN/nginx/error.log"
+
+# ---- the delay proxies: RTT/2 each way on every port ----
+declare -A PROXY
+for r in $RTTS; do
+	[ "$r" = 0 ] && continue
+	pairs="127.0.0.1:${PS[$r]}=127.0.0.1:$S0 127.0.0.1:${PH[$r]}=127.0.0.1:$H0 127.0.0.1:${P9[$r]}=127.0.0.1:$N0 127.0.0.1:${PF[$r]}=127.0.0.2:${PF[$r]}"
+	for ((i = 0; i < PASV_N; i++)); do pairs="$pairs 127.0.0.1:$((PASV[$r] + i))=127.0.0.2:$((PASV[$r] + i))"; done
+	"$OUT/delayproxy" -delay "$((r * 500))us" -ready "$RUN/proxy$r.ready" -stats "$RUN/proxy$r.stats" $pairs 2>"$RUN/proxy$r.log" &
+	PIDS="$PIDS $!"
+	PROXY[$r]=$!
+	for _ in $(seq 100); do [ -e "$RUN/proxy$r.ready" ] && break; sleep 0.05; done
+	[ -e "$RUN/proxy$r.ready" ] || { echo "run.sh: the delay proxy did not start" >&2; cat "$RUN/proxy$r.log" >&2; exit 1; }
+done
+wait_port 127.0.0.1 "$S0" sshd "$RUN/sshd.log"
+for r in $RTTS; do
+	if [ "$r" = 0 ]; then wait_port 127.0.0.1 "${PF[0]}" vsftpd "$RUN/vsftpd0.out"
+	else wait_port 127.0.0.2 "${PF[$r]}" vsftpd "$RUN/vsftpd$r.out"; fi
+done
+wait_port 127.0.0.1 "$H0" nginx "$RUN/nginx/error.log"
+case " $PROTOS " in *" 9p "*) wait_port 127.0.0.1 "$N0" diod "$RUN/diod.log" ;; esac
 
 # ---- rclone ----
 export RCLONE_CONFIG=$RUN/rclone.conf
 FTPPASS=$(rclone obscure anonymous@)
-for r in 0 10; do
-	[ $r = 0 ] && { s=$PS0 f=$PF0 h=$PH0; } || { s=$PS1 f=$PF1 h=$PH1; }
+for r in $RTTS; do
 	cat <<EOF
 [sftp$r]
 type = sftp
 host = 127.0.0.1
-port = $s
+port = ${PS[$r]}
 user = root
 key_file = $HOMED/.ssh/id_ed25519
 known_hosts_file = $HOMED/.ssh/known_hosts
@@ -360,13 +430,13 @@ sha1sum_command = none
 [ftp$r]
 type = ftp
 host = 127.0.0.1
-port = $f
+port = ${PF[$r]}
 user = anonymous
 pass = $FTPPASS
 
 [http$r]
 type = http
-url = http://127.0.0.1:$h/
+url = http://127.0.0.1:${PH[$r]}/
 
 EOF
 done >"$RCLONE_CONFIG"
@@ -376,29 +446,33 @@ done >"$RCLONE_CONFIG"
 RCLONE_OPTS="--vfs-cache-mode full --vfs-write-back 0s"
 
 # ---- mounting ----
-# mount_sys SYS PROTO RTT: mounts SYS fresh (empty cache) and sets BASE to
-# the directory that shows the served tree
+# mount_sys SYS PROTO RTT [WIREFS-OPTIONS]: mounts SYS fresh (empty cache)
+# and sets BASE to the directory that shows the served tree. SYS base is
+# wirefs at BENCH_BASE; wirefs-nopf is wirefs without prefetch.
 NMOUNT=0
 mount_sys() {
-	local sys=$1 proto=$2 rtt=$3 p
+	local sys=$1 proto=$2 rtt=$3 wopts=${4:-} p bin=$WIREFS
 	NMOUNT=$((NMOUNT + 1))
 	MNT=$OUT/mnt/$sys-$proto
 	CACHE=$OUT/cache/$NMOUNT
 	rm -rf "$CACHE"; mkdir -p "$MNT" "$CACHE"
 	case " $MOUNTS " in *" $MNT "*) ;; *) MOUNTS="$MOUNTS $MNT" ;; esac
 	case $proto in
-	sftp) p=$([ "$rtt" = 0 ] && echo "$PS0" || echo "$PS1") ;;
-	ftp) p=$([ "$rtt" = 0 ] && echo "$PF0" || echo "$PF1") ;;
-	http) p=$([ "$rtt" = 0 ] && echo "$PH0" || echo "$PH1") ;;
+	sftp) p=${PS[$rtt]} ;;
+	ftp) p=${PF[$rtt]} ;;
+	http) p=${PH[$rtt]} ;;
+	9p) p=${P9[$rtt]} ;;
 	esac
 	local lf=$RUN/$sys-$proto.log
 	case $sys in
-	wirefs)
-		HOME=$HOMED XDG_CONFIG_HOME=$HOMED/.config "$WIREFS" mount --foreground --cache-dir "$CACHE" "$MNT" 2>>"$lf" &
+	wirefs | base | wirefs-nopf)
+		[ "$sys" = base ] && bin=$OUT/wirefs-base
+		HOME=$HOMED XDG_CONFIG_HOME=$HOMED/.config "$bin" mount --foreground --cache-dir "$CACHE" ${wopts:+-o "$wopts"} "$MNT" 2>>"$lf" &
 		case $proto in
 		sftp) BASE=$MNT/sftp/root@127.0.0.1:$p$SRV ;;
 		ftp) BASE=$MNT/ftp/127.0.0.1:$p ;;
 		http) BASE=$MNT/http/127.0.0.1:$p ;;
+		9p) BASE=$MNT/9p/127.0.0.1:$p$SRV ;;
 		esac ;;
 	sshfs)
 		sshfs -f -F "$HOMED/.ssh/config" -p "$p" "127.0.0.1:$SRV" "$MNT" 2>>"$lf" &
@@ -454,7 +528,8 @@ timed() {
 op_lsR() { ls -lR "$1/tree"; }
 op_grep() { grep -r TODO "$1/tree" || [ $? = 1 ]; }
 op_big() { cat "$1/big.bin"; }
-op_small() { cd "$1" && xargs cat <"$SMALL_LIST"; }
+# small-file copy-out: 10 directories of 100 files to local disk
+op_small() { rm -rf "$COPY_OUT" && mkdir -p "$COPY_OUT" && cp -r "$1"/tree/d0[0-9] "$COPY_OUT"/; }
 # write: dd, then until the server holds every byte (rclone uploads
 # after close; wirefs and sshfs before close returns)
 op_write() { # BASE SERVERFILE
@@ -469,8 +544,9 @@ a_make() { make -s -j2 -C "$1/proj" prog; }
 # make splits vpath on ':', and wirefs paths hold HOST:PORT: build through a
 # symbolic link without the colon
 a_make_out() { rm -rf "$2" "$2.src" && mkdir -p "$2" && ln -s "$1/proj" "$2.src" && make -s -j2 -C "$2" -f "$2.src/Makefile" SRC="$2.src" prog; }
+COPY_OUT=$OUT/localw/copy
 export -f op_lsR op_grep op_big op_small op_write a_copy a_scan a_read a_make a_make_out
-export SMALL_LIST BIG_MB SRV
+export BIG_MB SRV COPY_OUT
 
 # bench_sys RTT PROTO SYS RUN: every row for one system, cold rows on a
 # fresh mount
@@ -488,7 +564,7 @@ bench_sys() {
 			if [ "$proto" != http ]; then
 				if [ "$sys" = local ]; then mkdir -p "$OUT/localw"; timed "$rtt" "$proto" write "$sys" "$run" bash -c 'op_write "$1" "$1"' _ "$OUT/localw/big.out"
 				else
-					mkdir -p "$SRV/$w" && chown ftp:ftp "$SRV/$w"
+					mkdir -p "$SRV/$w" && chown ftp:ftp "$SRV/$w" && chmod 0777 "$SRV/$w"
 					timed "$rtt" "$proto" write "$sys" "$run" bash -c 'op_write "$1" "$2"' _ "$BASE/$w/big.out" "$SRV/$w/big.out"
 				fi
 			fi ;;
@@ -501,7 +577,7 @@ bench_sys() {
 			else
 				local dst
 				if [ "$sys" = local ]; then dst=$OUT/localw/andrew; rm -rf "$dst"; mkdir -p "$OUT/localw"
-				else mkdir -p "$SRV/$w" && chown ftp:ftp "$SRV/$w"; dst=$BASE/$w/andrew; fi
+				else mkdir -p "$SRV/$w" && chown ftp:ftp "$SRV/$w" && chmod 0777 "$SRV/$w"; dst=$BASE/$w/andrew; fi
 				timed "$rtt" "$proto" a.copy "$sys" "$run" bash -c 'a_copy "$1"' _ "$dst"
 				timed "$rtt" "$proto" a.scan "$sys" "$run" bash -c 'a_scan "$1"' _ "$dst"
 				timed "$rtt" "$proto" a.read "$sys" "$run" bash -c 'a_read "$1"' _ "$dst"
@@ -513,21 +589,26 @@ bench_sys() {
 	done
 }
 
-peers() {
+# systems PROTO: the systems measured on PROTO (among SYSTEMS), wirefs first
+systems() {
+	local all s out=""
 	case $1 in
-	sftp) echo "sshfs rclone" ;;
-	ftp) echo "rclone" ;;
-	http) echo "httpdirfs rclone" ;;
+	sftp) all="wirefs base sshfs rclone" ;;
+	ftp) all="wirefs base rclone" ;;
+	http) all="wirefs base httpdirfs rclone" ;;
+	9p) all="wirefs base" ;;
 	esac
+	for s in $all; do case " $SYSTEMS " in *" $s "*) out="$out $s" ;; esac; done
+	echo $out
 }
 for run in $(seq "$RUNS"); do
 	for rtt in $RTTS; do
 		for proto in $PROTOS; do
 			# a different system first in each run, so none always goes first
-			systems="wirefs $(peers "$proto")"
-			set -- $systems
+			set -- $(systems "$proto")
 			for ((i = 1; i < run; i++)); do set -- "${@:2}" "$1"; done
-			for sys in "$@" local; do
+			case " $SYSTEMS " in *" local "*) set -- "$@" local ;; esac
+			for sys in "$@"; do
 				log "run $run/$RUNS, $rtt ms, $proto: $sys"
 				bench_sys "$rtt" "$proto" "$sys" "$run"
 			done
@@ -535,11 +616,72 @@ for run in $(seq "$RUNS"); do
 	done
 done
 
+# ---- the prefetch cost: requests and bytes of a cold ls -lR and grep -r ----
+# At COST_RTT, once per system: the bytes the proxy carried from the
+# server (every port of the protocol), the server's own count of requests
+# (nginx: HTTP requests; sshd's internal-sftp: files and directories
+# opened; vsftpd: FTP commands; diod: not counted), and the bytes of file
+# contents the client's cache holds afterwards (wirefs: its data files;
+# rclone: its VFS cache). wirefs-nopf is wirefs with -o
+# prefetch_requests=0: the same commands without any prefetch.
+COSTS=$OUT/costs.tsv
+: >"$COSTS"
+proxy_down() { # RTT PROTO: bytes the proxy carried from the server's ports
+	local r=$1 f="$RUN/proxy$1.stats" ports
+	rm -f "$f"; kill -USR1 "${PROXY[$r]}"
+	for _ in $(seq 100); do [ -e "$f" ] && break; sleep 0.01; done
+	case $2 in
+	sftp) ports=":${PS[$r]}$" ;;
+	http) ports=":${PH[$r]}$" ;;
+	9p) ports=":${P9[$r]}$" ;;
+	ftp) ports=":${PF[$r]}$"; for ((i = 0; i < PASV_N; i++)); do ports="$ports|:$((PASV[$r] + i))$"; done ;;
+	esac
+	awk -v re="$ports" '$1 ~ re { s += $3 } END { print s + 0 }' "$f"
+}
+server_requests() { # PROTO RTT
+	case $1 in
+	http) wc -l <"$RUN/nginx/access.log" ;;
+	sftp) grep -cE ' open "|opendir "' "$RUN/sftp-server.log" || true ;;
+	ftp) grep -c 'FTP command:' "$RUN/vsftpd$2.log" || true ;;
+	9p) echo - ;;
+	esac
+}
+content_bytes() { # SYS
+	case $1 in
+	wirefs | wirefs-nopf | base) find "$CACHE" -name '*.data' -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }' ;;
+	rclone) find "$CACHE" -path '*/vfs/*' -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }' ;;
+	*) echo - ;;
+	esac
+}
+TREE_BYTES=$(find "$SRV/tree" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
+if [ "$COST" = 1 ]; then
+	for proto in $PROTOS; do
+		set -- $(systems "$proto")
+		case " $* " in *" wirefs "*) set -- "$@" wirefs-nopf ;; esac
+		for sys in "$@"; do
+			for op in lsR grep; do
+				opts=""
+				[ "$sys" = wirefs-nopf ] && opts=prefetch_requests=0
+				mount_sys "$sys" "$proto" "$COST_RTT" "$opts"
+				log "cost: $COST_RTT ms, $proto $op: $sys"
+				r0=$(server_requests "$proto" "$COST_RTT"); b0=$(proxy_down "$COST_RTT" "$proto")
+				timed "$COST_RTT" "$proto" "cost.$op" "$sys" 1 bash -c "op_$op \"\$1\"" _ "$BASE"
+				# what prefetch still had in flight belongs to the row
+				sleep 1
+				r1=$(server_requests "$proto" "$COST_RTT"); b1=$(proxy_down "$COST_RTT" "$proto")
+				req=-; [ "$r0" = - ] || req=$((r1 - r0))
+				printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$proto" "$op" "$sys" "$req" "$((b1 - b0))" "$(content_bytes "$sys")" >>"$COSTS"
+				umount_sys
+			done
+		done
+	done
+fi
+
 # ---- the tables ----
 log "done measuring; writing the tables"
 TABLE=$OUT/results.md
 {
-awk -F'\t' -v rtts="$RTTS" -v protos="$PROTOS" '
+awk -F'\t' -v rtts="$RTTS" -v protos="$PROTOS" -v base="$BASE_REV" '
 function med(list,   a, n, i, j, t, bad) {
 	n = split(list, a, " "); bad = ""
 	for (i = 1; i <= n; i++) if (a[i] !~ /^[0-9.]+$/) bad = a[i]
@@ -557,11 +699,11 @@ function label(row) {
 	if (row == "lsR.warm") return "ls -lR tree, warm"
 	if (row == "grep.cold") return "grep -r tree, cold"
 	if (row == "grep.warm") return "grep -r tree, warm"
-	if (row == "big.cold") return "read 256 MiB, cold"
-	if (row == "big.warm") return "read 256 MiB, warm"
-	if (row == "write") return "write 256 MiB (dd bs=1M, until on server)"
-	if (row == "small.cold") return "cat 1000 small files, cold"
-	if (row == "small.warm") return "cat 1000 small files, warm"
+	if (row == "big.cold") return "read 64 MiB, cold"
+	if (row == "big.warm") return "read 64 MiB, warm"
+	if (row == "small.cold") return "copy out 1000 small files (cp -r), cold"
+	if (row == "small.warm") return "copy out 1000 small files (cp -r), warm"
+	if (row == "write") return "write 64 MiB (dd bs=1M, until on server)"
 	if (row == "a.copy") return "Andrew: copy tree in"
 	if (row == "a.scan") return "Andrew: find -ls"
 	if (row == "a.read") return "Andrew: read all"
@@ -569,11 +711,12 @@ function label(row) {
 	return row
 }
 END {
-	nr = split("lsR.cold lsR.warm grep.cold grep.warm big.cold big.warm write small.cold small.warm a.copy a.scan a.read a.make", R, " ")
+	nr = split("lsR.cold lsR.warm grep.cold grep.warm big.cold big.warm small.cold small.warm write a.copy a.scan a.read a.make", R, " ")
 	nt = split(rtts, T, " "); np = split(protos, P, " ")
 	for (i = 1; i <= nt; i++) for (j = 1; j <= np; j++) {
 		p = P[j]
-		peers = (p == "sftp") ? "sshfs rclone" : (p == "ftp") ? "rclone" : "httpdirfs rclone"
+		peers = (p == "sftp") ? "sshfs rclone" : (p == "ftp") ? "rclone" : (p == "http") ? "httpdirfs rclone" : ""
+		if (base != "") peers = "base " peers
 		npe = split(peers, E, " ")
 		printf "\n### %s, %s ms RTT\n\n| operation (seconds) | wirefs |", p, T[i]
 		for (e = 1; e <= npe; e++) printf " %s | %s/wirefs |", E[e], E[e]
@@ -589,17 +732,43 @@ END {
 		}
 	}
 }' "$SAMPLES"
+if [ -s "$COSTS" ]; then
+	echo
+	echo "### Prefetch cost, $COST_RTT ms RTT (one cold run each)"
+	echo
+	echo "Requests: the server's count (nginx: HTTP requests; sftp: files and directories opened; ftp: FTP commands;"
+	echo "9p: not counted). Down: bytes from the server on the wire. Contents: file bytes in the client's cache"
+	echo "afterwards. ls -lR needs no file contents: its last column is the extra bytes on the wire over wirefs without"
+	echo "prefetch (wirefs-nopf). grep -r needs all $TREE_BYTES bytes of the tree's files once (a row that timed out"
+	echo "read only part of them: its counts are partial and it has no per-byte figure)."
+	echo
+	echo "| protocol | command | system | seconds | requests | down (bytes) | contents (bytes) | down per useful byte | down vs wirefs-nopf |"
+	echo "|---|---|---|---:|---:|---:|---:|---:|---:|"
+	awk -F'\t' -v tree="$TREE_BYTES" -v samples="$SAMPLES" -v rtt="$COST_RTT" '
+	BEGIN { while ((getline l < samples) > 0) { split(l, f, "\t"); if (f[1] == rtt && f[3] ~ /^cost\./) secs[f[2] SUBSEP substr(f[3], 6) SUBSEP f[4]] = f[6] } }
+	{ row[NR] = $0; if ($3 == "wirefs-nopf") nopf[$1 SUBSEP $2] = $5 }
+	END {
+		for (i = 1; i <= NR; i++) {
+			split(row[i], c, "\t")
+			s = secs[c[1] SUBSEP c[2] SUBSEP c[3]]
+			useful = (c[2] == "grep" && s ~ /^[0-9.]+$/) ? sprintf("%.2f", c[5] / tree) : "-"
+			vs = (c[2] == "lsR" && (c[1] SUBSEP c[2]) in nopf && nopf[c[1] SUBSEP c[2]] > 0) ? sprintf("%+.1f %%", 100 * (c[5] - nopf[c[1] SUBSEP c[2]]) / nopf[c[1] SUBSEP c[2]]) : "-"
+			printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c[1], (c[2] == "lsR") ? "ls -lR" : "grep -r", c[3], secs[c[1] SUBSEP c[2] SUBSEP c[3]], c[4], c[5], c[6], useful, vs
+		}
+	}' "$COSTS"
+fi
 echo
 echo "Seconds, median of $RUNS run(s) per cell; peer/wirefs > 1 means wirefs is faster; wirefs/local <= 1.25 is the"
 echo "target on warm rows. Cold: a fresh mount with an empty cache for that row (the server's own page cache stays warm)."
 echo "Local disk: the same command on the served directory itself (page cache warm: a warm-up run first); its write is"
 echo "dd to a local file without fsync. rclone: mount with $RCLONE_OPTS. sshfs $(sshfs --version 2>&1 | awk '/SSHFS/ { print $3 }'),"
-echo "rclone $(rclone version 2>/dev/null | awk 'NR == 1 { print $2 }'), httpdirfs $(httpdirfs --version 2>&1 | awk '/HTTPDirFS/ { print $3 }') with --cache; wirefs with defaults (t-read 30s, t-write 0)."
-echo "10 ms RTT: bench/remote/_delayproxy, 5 ms each way on every connection (FTP passive data ports included)."
+echo "rclone $(rclone version 2>/dev/null | awk 'NR == 1 { print $2 }'), httpdirfs $(httpdirfs --version 2>&1 | awk '/HTTPDirFS/ { print $3 }') with --cache; wirefs with defaults."
+[ -z "$BASE_REV" ] || echo "base: wirefs at $BASE_REV (BENCH_BASE), measured in the same run."
+echo "RTT > 0: bench/remote/_delayproxy, RTT/2 each way on every connection (FTP passive data ports included)."
 echo "Runtime: $(($(date +%s) - START)) s; quick=$QUICK; $(nproc) CPUs; kernel $(uname -r); wirefs from $TREE."
 echo "Load average (1/5/15 min) at start: $LOAD0; at end: $(cut -d' ' -f1-3 /proc/loadavg)."
 echo "timeout: the command did not finish within $TMO s (BENCH_TIMEOUT); fail: it failed (see errors.log)."
-echo "Per-run samples: bench/out/remote/samples.tsv; failures: bench/out/remote/errors.log."
+echo "Per-run samples: bench/out/remote/samples.tsv, costs.tsv; failures: bench/out/remote/errors.log."
 } >"$TABLE"
 cp "$RUN/errors.log" "$OUT/errors.log" 2>/dev/null || : >"$OUT/errors.log"
 cat "$TABLE"

@@ -13,6 +13,11 @@
 // With several LISTEN=TARGET pairs one process proxies many ports (the
 // benchmark proxies an FTP server's control port and its passive data
 // ports). It writes FILE (if given) once every listener is bound.
+//
+// With -stats FILE, every SIGUSR1 rewrites FILE with one line per
+// listener: "LISTEN CONNECTIONS DOWN UP", the connections accepted and
+// the bytes carried from the target to the client (down) and back since
+// the start (the benchmark's cost of each operation on the wire).
 package main
 
 import (
@@ -22,10 +27,19 @@ import (
 	"log"
 	"net"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
+
+// counters are one listener's totals.
+type counters struct {
+	listen          string
+	conns, down, up atomic.Int64
+}
 
 const (
 	chunkSize   = 256 << 10
@@ -42,6 +56,7 @@ var bufs = sync.Pool{New: func() any { return make([]byte, chunkSize) }}
 func main() {
 	delay := flag.Duration("delay", 5*time.Millisecond, "one-way delay added in each direction")
 	ready := flag.String("ready", "", "file to create once all listeners are bound")
+	stats := flag.String("stats", "", "file to write the byte counts to at every SIGUSR1")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: delayproxy [-delay D] [-ready FILE] LISTEN=TARGET ...")
@@ -49,6 +64,7 @@ func main() {
 	}
 	var lns []net.Listener
 	var targets []string
+	var counts []*counters
 	for _, pair := range flag.Args() {
 		listen, target, ok := strings.Cut(pair, "=")
 		if !ok {
@@ -60,6 +76,23 @@ func main() {
 		}
 		lns = append(lns, ln)
 		targets = append(targets, target)
+		counts = append(counts, &counters{listen: listen})
+	}
+	if *stats != "" {
+		usr1 := make(chan os.Signal, 1)
+		signal.Notify(usr1, syscall.SIGUSR1)
+		go func() {
+			for range usr1 {
+				var b strings.Builder
+				for _, c := range counts {
+					fmt.Fprintf(&b, "%s %d %d %d\n", c.listen, c.conns.Load(), c.down.Load(), c.up.Load())
+				}
+				tmp := *stats + ".tmp"
+				if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err == nil {
+					os.Rename(tmp, *stats)
+				}
+			}
+		}()
 	}
 	if *ready != "" {
 		if err := os.WriteFile(*ready, []byte("ok\n"), 0o644); err != nil {
@@ -69,15 +102,15 @@ func main() {
 	var wg sync.WaitGroup
 	for i := range lns {
 		wg.Add(1)
-		go func(ln net.Listener, target string) {
+		go func(ln net.Listener, target string, n *counters) {
 			defer wg.Done()
-			serve(ln, target, *delay)
-		}(lns[i], targets[i])
+			serve(ln, target, *delay, n)
+		}(lns[i], targets[i], counts[i])
 	}
 	wg.Wait()
 }
 
-func serve(ln net.Listener, target string, delay time.Duration) {
+func serve(ln net.Listener, target string, delay time.Duration, n *counters) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -95,10 +128,11 @@ func serve(ln net.Listener, target string, delay time.Duration) {
 				c.Close()
 				return
 			}
+			n.conns.Add(1)
 			var both sync.WaitGroup
 			both.Add(2)
-			go func() { defer both.Done(); pipe(s, c.(*net.TCPConn), delay) }()
-			go func() { defer both.Done(); pipe(c, s.(*net.TCPConn), delay) }()
+			go func() { defer both.Done(); pipe(s, c.(*net.TCPConn), delay, &n.up) }()
+			go func() { defer both.Done(); pipe(c, s.(*net.TCPConn), delay, &n.down) }()
 			both.Wait()
 			c.Close()
 			s.Close()
@@ -106,9 +140,10 @@ func serve(ln net.Listener, target string, delay time.Duration) {
 	}
 }
 
-// pipe copies src to dst, delivering each chunk delay after it arrived.
-// At EOF it half-closes dst; on an error it closes both.
-func pipe(dst net.Conn, src *net.TCPConn, delay time.Duration) {
+// pipe copies src to dst, delivering each chunk delay after it arrived
+// and counting its bytes in total. At EOF it half-closes dst; on an error
+// it closes both.
+func pipe(dst net.Conn, src *net.TCPConn, delay time.Duration, total *atomic.Int64) {
 	q := make(chan chunk, queueChunks)
 	go func() {
 		defer close(q)
@@ -116,6 +151,7 @@ func pipe(dst net.Conn, src *net.TCPConn, delay time.Duration) {
 			b := bufs.Get().([]byte)
 			n, err := src.Read(b)
 			if n > 0 {
+				total.Add(int64(n))
 				q <- chunk{due: time.Now().Add(delay), data: b[:n]}
 			} else {
 				bufs.Put(b)
