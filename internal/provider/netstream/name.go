@@ -37,6 +37,14 @@ type Endpoint struct {
 //
 // IPv6 addresses go in brackets ([::1]:80, [fe80::1%eth0]:80); ports are
 // decimal or service names from /etc/services.
+//
+// Every name has a second, colon-free spelling with '+' for each ':',
+// inside the brackets of an IPv6 address too (127.0.0.1+80 for
+// 127.0.0.1:80, [++1]+80 for [::1]:80, 127.0.0.1+80++! for
+// 127.0.0.1:80::!), for the programs and formats that split on ':'
+// (socat's addresses, URLs, PATH-like lists). '+' is never part of a host
+// or service name, so the spellings cannot be confused; a name uses one
+// separator throughout, and a zone (an interface name) is never rewritten.
 type Name struct {
 	Role     Role
 	Local    Endpoint // server: where to bind; client: optional source
@@ -44,14 +52,22 @@ type Name struct {
 	Explicit bool     // "!": explicit client addressing (servers only)
 }
 
-// ParseName parses a file name under tcp/ (proto "tcp") or udp/ ("udp").
-// Errors are EINVAL with a message that says what is wrong.
+// colonFree is the separator of the colon-free spelling of names.
+const colonFree = '+'
+
+// ParseName parses a file name under tcp/ (proto "tcp") or udp/ ("udp"),
+// in either spelling. Errors are EINVAL with a message that says what is
+// wrong.
 func ParseName(proto, s string) (Name, error) {
 	bad := func(format string, args ...any) (Name, error) {
 		return Name{}, ns.Errorf(syscall.EINVAL, "%s/%s: "+format, append([]any{proto, s}, args...)...)
 	}
 	body, explicit := strings.CutSuffix(s, "!")
-	parts, err := splitName(body)
+	sep := byte(':')
+	if !strings.Contains(body, ":") {
+		sep = colonFree
+	}
+	parts, err := splitName(body, sep)
 	if err != nil {
 		return bad("%v", err)
 	}
@@ -63,13 +79,13 @@ func ParseName(proto, s string) (Name, error) {
 		n.Local.Port, err = parsePort(proto, parts[0])
 	case len(parts) == 4 && parts[2] == "" && parts[3] == "":
 		n.Role = Server
-		if n.Local.Host, err = parseHost(parts[0]); err == nil {
+		if n.Local.Host, err = parseHost(parts[0], sep); err == nil {
 			n.Local.Port, err = parsePort(proto, parts[1])
 		}
 	case len(parts) >= 2 && len(parts) <= 4:
 		n.Role = Client
 		if len(parts) == 4 {
-			if n.Local.Host, err = parseHost(parts[0]); err != nil {
+			if n.Local.Host, err = parseHost(parts[0], sep); err != nil {
 				break
 			}
 		}
@@ -78,11 +94,11 @@ func ParseName(proto, s string) (Name, error) {
 				break
 			}
 		}
-		if n.Remote.Host, err = parseHost(parts[len(parts)-2]); err == nil {
+		if n.Remote.Host, err = parseHost(parts[len(parts)-2], sep); err == nil {
 			n.Remote.Port, err = parsePort(proto, parts[len(parts)-1])
 		}
 	default:
-		return bad("want port, addr:port, addr:port::, lport:addr:port or laddr:lport:addr:port")
+		return bad("want port, addr:port, addr:port::, lport:addr:port or laddr:lport:addr:port (or the same with '+' for ':')")
 	}
 	if err != nil {
 		return bad("%v", err)
@@ -93,8 +109,9 @@ func ParseName(proto, s string) (Name, error) {
 	return n, nil
 }
 
-// splitName splits on ':' outside of brackets, so "[::1]:80" is two parts.
-func splitName(s string) ([]string, error) {
+// splitName splits on sep outside of brackets, so "[::1]:80" is two parts.
+// A colon-spelled name with '+' outside brackets mixes the two spellings.
+func splitName(s string, sep byte) ([]string, error) {
 	var parts []string
 	depth, start := 0, 0
 	for i := 0; i < len(s); i++ {
@@ -109,10 +126,14 @@ func splitName(s string) ([]string, error) {
 				return nil, fmt.Errorf("unbalanced ']'")
 			}
 			depth--
-		case ':':
+		case sep:
 			if depth == 0 {
 				parts = append(parts, s[start:i])
 				start = i + 1
+			}
+		case colonFree:
+			if depth == 0 {
+				return nil, fmt.Errorf("mixes ':' and '+': spell the name with one of them")
 			}
 		}
 	}
@@ -143,14 +164,26 @@ func parsePort(proto, s string) (int, error) {
 	return p, nil
 }
 
-func parseHost(s string) (string, error) {
+// parseHost parses a host of a name whose separator is sep: in the
+// colon-free spelling, a bracketed IPv6 address has sep for ':' (but its
+// zone is an interface name, kept as it is).
+func parseHost(s string, sep byte) (string, error) {
 	if s == "" {
 		return "", fmt.Errorf("empty host")
 	}
 	if inner, ok := strings.CutPrefix(s, "["); ok {
 		inner, ok = strings.CutSuffix(inner, "]")
-		a, err := netip.ParseAddr(inner)
-		if !ok || err != nil || !a.Is6() || a.Is4In6() && a.Zone() != "" {
+		addr, zone, hasZone := strings.Cut(inner, "%")
+		if sep != ':' {
+			addr = strings.ReplaceAll(addr, string(sep), ":")
+		}
+		if hasZone {
+			addr += "%" + zone
+		}
+		a, err := netip.ParseAddr(addr)
+		// A zone is a Linux interface name, which cannot hold ':'; one
+		// that did would have no colon-free spelling.
+		if !ok || err != nil || !a.Is6() || a.Is4In6() && a.Zone() != "" || strings.Contains(zone, ":") {
 			return "", fmt.Errorf("%q is not a bracketed IPv6 address", s)
 		}
 		return a.String(), nil

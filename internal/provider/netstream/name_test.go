@@ -89,7 +89,43 @@ func TestParseNameValid(t *testing.T) {
 			if err != nil || again != got {
 				t.Errorf("ParseName(String()) = %+v, %v; want %+v", again, err, got)
 			}
+			plus := otherSpelling(tt.in)
+			if strings.Contains(plus, ":") {
+				t.Fatalf("otherSpelling(%q) = %q: the test's helper is wrong", tt.in, plus)
+			}
+			if alt, err := ParseName(tt.proto, plus); err != nil || alt != got {
+				t.Errorf("colon-free ParseName(%q, %q) = %+v, %v; want %+v", tt.proto, plus, alt, err, got)
+			}
 		})
+	}
+}
+
+// TestParseNameColonFree: the '+' spelling of the forms of Table 3, as a
+// user writes them (socat GOPEN:/net/tcp/127.0.0.1+8000), mean what their
+// ':' spelling means.
+func TestParseNameColonFree(t *testing.T) {
+	tests := []struct{ proto, plus, colon string }{
+		{"tcp", "127.0.0.1+8000", "127.0.0.1:8000"},
+		{"udp", "localhost+domain", "localhost:domain"},
+		{"tcp", "[++1]+80", "[::1]:80"},
+		{"tcp", "[2001+db8++5]+https", "[2001:db8::5]:https"},
+		{"tcp", "[fe80++1%eth0]+22", "[fe80::1%eth0]:22"},
+		{"tcp", "[fe80++1%eth+0]+22", "[fe80::1%eth+0]:22"}, // '+' in a zone stays
+		{"tcp", "[++ffff+127.0.0.1]+80", "[::ffff:127.0.0.1]:80"},
+		{"tcp", "127.0.0.1+8000++", "127.0.0.1:8000::"},
+		{"udp", "[++1]+5353++!", "[::1]:5353::!"},
+		{"tcp", "2000+127.0.0.1+80", "2000:127.0.0.1:80"},
+		{"tcp", "[++1]+2000+[++1]+80", "[::1]:2000:[::1]:80"},
+		{"udp", "me+5000+you+53", "me:5000:you:53"},
+	}
+	for _, tt := range tests {
+		want, err := ParseName(tt.proto, tt.colon)
+		if err != nil {
+			t.Fatalf("ParseName(%q, %q): %v", tt.proto, tt.colon, err)
+		}
+		if got, err := ParseName(tt.proto, tt.plus); err != nil || got != want {
+			t.Errorf("ParseName(%q, %q) = %+v, %v; want %+v (as %q)", tt.proto, tt.plus, got, err, want, tt.colon)
+		}
 	}
 }
 
@@ -162,6 +198,21 @@ func TestParseNameInvalid(t *testing.T) {
 		{"tcp", "1.2.3.4%eth0:80"},
 		{"tcp", strings.Repeat("a", 254) + ":80"},
 		{"tcp", "host/x:80"},
+		// colon-free spelling
+		{"tcp", "+"},
+		{"tcp", "+80"},
+		{"tcp", "host+"},
+		{"tcp", "a+b+c+d+e"},
+		{"tcp", "++1+80"},   // IPv6 without brackets
+		{"tcp", "[++1+80"},  // unbalanced
+		{"tcp", "[::1]+80"}, // mixed: ':' inside, '+' outside
+		{"tcp", "[++1]:80"}, // mixed: '+' inside, ':' outside
+		{"tcp", "127.0.0.1+80::"},
+		{"tcp", "127.0.0.1:80++"},
+		{"tcp", "2000+127.0.0.1:80"},
+		{"tcp", "host+80!"},         // '!' on a client
+		{"tcp", "[fe80::1%a:b]:80"}, // a zone with ':' (no Linux interface has one)
+		{"tcp", "[fe80++1%a:b]+80"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.proto+"/"+tt.in, func(t *testing.T) {
@@ -277,6 +328,8 @@ func FuzzParseName(f *testing.F) {
 		"[fe80::1%eth0]:80", "[fe80::1%eth0]:80::!", "[::ffff:1.2.3.4]:80",
 		"host.example:https", "", "!", "::", "[::1", "::1:80", "0", "65536",
 		"a:b:c:d:e", "[[::1]]:80", "[fe80::1%a:b]:80",
+		"127.0.0.1+80", "[++1]+80", "127.0.0.1+80++!", "2000+[++1]+80",
+		"[fe80++1%eth+0]+80", "[::1]+80", "host+80::",
 	} {
 		f.Add("tcp", s)
 	}
@@ -318,7 +371,35 @@ func FuzzParseName(f *testing.F) {
 		if again.String() != canon {
 			t.Fatalf("String() not stable: %q then %q", canon, again.String())
 		}
+		// Both spellings of every name mean the same.
+		other := otherSpelling(s)
+		alt, err := ParseName(proto, other)
+		if err != nil || alt != n {
+			t.Fatalf("ParseName(%q, %q) = %+v, but its other spelling %q gives %+v, %v", proto, s, n, other, alt, err)
+		}
 	})
+}
+
+// otherSpelling turns a name's ':' into '+' or its '+' into ':', except
+// in a zone (from '%' to ']'), whichever separator the name uses.
+func otherSpelling(s string) string {
+	from, to := byte(':'), byte('+')
+	if !strings.Contains(s, ":") {
+		from, to = to, from
+	}
+	b := []byte(s)
+	inZone := false
+	for i, c := range b {
+		switch {
+		case c == '%':
+			inZone = true
+		case c == ']':
+			inZone = false
+		case c == from && !inZone:
+			b[i] = to
+		}
+	}
+	return string(b)
 }
 
 func FuzzParseHeader(f *testing.F) {
