@@ -66,7 +66,7 @@ func mountCommand(o *mountOptions, args []string) *cobra.Command {
 		RunE: func(_ *cobra.Command, pos []string) error { return o.mount(pos[0], args) },
 	})
 	fl := c.Flags()
-	fl.BoolVarP(&o.foreground, "foreground", "f", false, "stay in the foreground, logging to stderr")
+	fl.BoolVarP(&o.foreground, "foreground", "f", false, "stay in the foreground, logging to stderr (or to --log FILE)")
 	fl.BoolVarP(&o.verbose, "verbose", "v", false, "log debug messages")
 	fl.BoolVar(&o.allowOther, "allow-other", false, "let other users use the mount (a user needs user_allow_other in /etc/fuse.conf)")
 	o.ns.addFlags(fl)
@@ -104,7 +104,16 @@ func (o *mountOptions) mount(arg string, args []string) error {
 	if o.verbose {
 		level = slog.LevelDebug
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	var logTo io.Writer = os.Stderr // a daemon's stderr is its log file already
+	if o.foreground && o.logFile != "" {
+		f, err := appendLog(o.logFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		logTo = f
+	}
+	log := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 
 	d, err := buildNamespace(o.ns, o.protocols, log)
@@ -190,6 +199,11 @@ func homeFromPasswd() {
 	}
 }
 
+// appendLog opens a log file to append to, private to its user.
+func appendLog(name string) (*os.File, error) {
+	return os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+}
+
 // ready tells a waiting parent (see daemonize) how the mount went.
 func ready(err error) {
 	fdStr := os.Getenv(readyFDEnv)
@@ -229,7 +243,7 @@ func daemonize(args []string, logFile string) error {
 		}
 		logFile = filepath.Join(dir, "wirefs.log")
 	}
-	logf, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logf, err := appendLog(logFile)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -32,6 +33,8 @@ import (
 type nsConfig struct {
 	connectTimeout time.Duration
 	dnsTTL         time.Duration
+	dnsServer      string
+	dnsTimeout     time.Duration
 	cacheDir       string
 	cacheSize      string
 	configFile     string
@@ -49,6 +52,8 @@ type nsConfig struct {
 func (c *nsConfig) addFlags(fl *pflag.FlagSet) {
 	fl.DurationVar(&c.connectTimeout, "connect-timeout", 30*time.Second, "give up connecting (TCP connect, server login) after `DURATION`")
 	fl.DurationVar(&c.dnsTTL, "dns-ttl", 60*time.Second, "keep resolved names for `DURATION`")
+	fl.StringVar(&c.dnsServer, "dns-server", "", "ask the DNS server at `ADDR[:PORT]` instead of /etc/resolv.conf's")
+	fl.DurationVar(&c.dnsTimeout, "dns-timeout", resolve.DefaultTimeout, "fail a name's lookup (ETIMEDOUT) after `DURATION`")
 	fl.StringVar(&c.cacheDir, "cache-dir", "", "cache remote files in `DIR` (default $XDG_CACHE_HOME/wirefs, ~/.cache/wirefs)")
 	fl.StringVar(&c.cacheSize, "cache-size", "10g", "keep at most `SIZE` of clean data in the cache (k, m, g suffixes)")
 	fl.StringVar(&c.configFile, "config", "", "read mount points from `FILE` (default $XDG_CONFIG_HOME/wirefs/mounts, ~/.config/wirefs/mounts)")
@@ -97,6 +102,10 @@ func buildNamespace(c nsConfig, reg *protocols.Registry, log *slog.Logger) (*dae
 			return nil, fmt.Errorf("%s %d: not in 0..4096", n.flag, n.v)
 		}
 	}
+	res, err := c.resolver()
+	if err != nil {
+		return nil, err
+	}
 	dir := c.cacheDir
 	if dir == "" {
 		base, err := os.UserCacheDir()
@@ -125,12 +134,19 @@ func buildNamespace(c nsConfig, reg *protocols.Registry, log *slog.Logger) (*dae
 		file = config.DefaultFile(home)
 	}
 	if file != "" {
-		if table, err = config.Load(file, required, reg); err != nil {
+		table, err = config.Load(file, required, reg)
+		var unreadable *fs.PathError
+		if err != nil && !required && errors.As(err, &unreadable) {
+			// The default file of a home that is not ours (sudo -u nobody
+			// keeps HOME=/root): the network works, without mount points.
+			log.Warn("the mounts file cannot be read; no mount points", "file", file, "err", unreadable.Err)
+			err = nil
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
 
-	res := resolve.New(c.dnsTTL)
 	streams := netstream.New(res, c.connectTimeout, log)
 	d := &daemonNamespace{ns: ns.New(), resolver: res, files: files}
 	d.ns.Mount("tcp", streams.TCP())
@@ -163,6 +179,23 @@ func buildNamespace(c nsConfig, reg *protocols.Registry, log *slog.Logger) (*dae
 		log.Debug("mount point", "prefix", "/"+m.Prefix, "root", m.Root.String(), "line", m.Line)
 	}
 	return d, nil
+}
+
+// resolver is the resolver the options ask for.
+func (c nsConfig) resolver() (*resolve.Resolver, error) {
+	if c.dnsTimeout <= 0 {
+		return nil, fmt.Errorf("--dns-timeout %v: must be more than 0", c.dnsTimeout)
+	}
+	res := resolve.New(c.dnsTTL)
+	res.Timeout = c.dnsTimeout
+	if c.dnsServer != "" {
+		server, err := resolve.ParseServer(c.dnsServer)
+		if err != nil {
+			return nil, fmt.Errorf("--dns-server: %v", err)
+		}
+		res.Lookup = resolve.ServerLookup(server)
+	}
+	return res, nil
 }
 
 // options are the command line's settings of remote files: the lowest

@@ -128,7 +128,7 @@ func (c *catcherFlags) log() (*slog.Logger, func(), error) {
 	level := slog.LevelError
 	closeLog := func() {}
 	if c.logFile != "" {
-		f, err := os.OpenFile(c.logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		f, err := appendLog(c.logFile)
 		if err != nil {
 			return nil, nil, err
 		}

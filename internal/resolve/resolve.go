@@ -7,6 +7,7 @@ package resolve
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -36,16 +37,57 @@ type entry struct {
 	expires time.Time
 }
 
+// DefaultTimeout bounds one query unless a resolver says otherwise.
+const DefaultTimeout = 10 * time.Second
+
 // New returns a resolver that asks the system resolver.
 func New(ttl time.Duration) *Resolver {
 	return &Resolver{
 		TTL:     ttl,
 		NegTTL:  min(ttl, 5*time.Second),
-		Timeout: 10 * time.Second,
+		Timeout: DefaultTimeout,
 		Lookup: func(ctx context.Context, host string) ([]netip.Addr, error) {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		},
 	}
+}
+
+// ServerLookup asks the DNS server at server (UDP, TCP for truncated
+// answers) instead of the servers of /etc/resolv.conf, whose other
+// settings (search domains, ndots) and /etc/hosts still apply.
+func ServerLookup(server netip.AddrPort) LookupFunc {
+	r := &net.Resolver{
+		PreferGo: true, // the system's getaddrinfo cannot be pointed at a server
+		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, network, server.String())
+			if err != nil {
+				return nil, err
+			}
+			// Go's resolver waits for an answer until its own deadline
+			// (resolv.conf's timeout, 5 s), even for a lookup given up
+			// long before: closing the socket when the try's context
+			// ends leaves nothing behind the lookup.
+			context.AfterFunc(ctx, func() { c.Close() })
+			return c, nil
+		},
+	}
+	return func(ctx context.Context, host string) ([]netip.Addr, error) {
+		return r.LookupNetIP(ctx, "ip", host)
+	}
+}
+
+// ParseServer parses a DNS server's address: an IP address, with a port
+// (default 53) as in 127.0.0.1:5353 or [::1]:5353.
+func ParseServer(s string) (netip.AddrPort, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.AddrPortFrom(a, 53), nil
+	}
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil || ap.Port() == 0 {
+		return netip.AddrPort{}, fmt.Errorf("%q is not an IP address or ADDR:PORT", s)
+	}
+	return ap, nil
 }
 
 // Resolve returns host's addresses, IPv4 first (as getaddrinfo orders them

@@ -12,7 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"testing/synctest"
+
 	"time"
+	"wirefs/internal/leakcheck"
 )
 
 // fakeDNS is an injected Lookup: it counts queries per name and answers
@@ -446,4 +448,78 @@ func TestLookupErrorIsReturned(t *testing.T) {
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("err %v", err)
 	}
+}
+
+// TestServerThatNeverAnswers: a DNS server that reads queries and never
+// replies (a real UDP socket) makes a lookup fail with a timeout once
+// Timeout has passed, not hang; nothing of the query is left behind.
+func TestServerThatNeverAnswers(t *testing.T) {
+	base := leakcheck.Take(t)
+	silent, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	asked := make(chan struct{})
+	go func() {
+		buf := make([]byte, 512)
+		for first := true; ; first = false {
+			if _, _, err := silent.ReadFrom(buf); err != nil {
+				return
+			}
+			if first {
+				close(asked)
+			}
+		}
+	}()
+	r := New(time.Minute)
+	r.Timeout = 300 * time.Millisecond
+	r.Lookup = ServerLookup(netip.MustParseAddrPort(silent.LocalAddr().String()))
+	_, err = r.Resolve(context.Background(), "never-answered.example")
+	select {
+	case <-asked:
+	default:
+		t.Fatalf("the lookup returned (%v) without asking the server", err)
+	}
+	var dnsErr *net.DNSError
+	if !errors.As(err, &dnsErr) || !dnsErr.IsTimeout {
+		t.Fatalf("lookup from a silent server: %v (%T), want a DNS timeout", err, err)
+	}
+	silent.Close()
+	base.Check(t)
+}
+
+func TestParseServer(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1": "127.0.0.1:53", "127.0.0.1:5353": "127.0.0.1:5353",
+		"::1": "[::1]:53", "[::1]:5353": "[::1]:5353",
+	} {
+		if got, err := ParseServer(in); err != nil || got.String() != want {
+			t.Errorf("ParseServer(%q) = %v, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "localhost", "localhost:53", "127.0.0.1:0", "127.0.0.1:", "[::1]", "1.2.3.4:65536"} {
+		if got, err := ParseServer(in); err == nil {
+			t.Errorf("ParseServer(%q) = %v, want an error", in, got)
+		}
+	}
+}
+
+func FuzzParseServer(f *testing.F) {
+	for _, s := range []string{"127.0.0.1", "127.0.0.1:5353", "::1", "[::1]:53", "[fe80::1%eth0]:53", "host:53", ":53", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ap, err := ParseServer(s)
+		if err != nil {
+			return
+		}
+		if !ap.IsValid() || ap.Port() == 0 {
+			t.Fatalf("ParseServer(%q) = %v", s, ap)
+		}
+		// What it parsed is what a --dns-server of its own spelling gives.
+		if again, err := ParseServer(ap.String()); err != nil || again != ap {
+			t.Fatalf("ParseServer(%q) = %v; its spelling gives %v, %v", s, ap, again, err)
+		}
+	})
 }

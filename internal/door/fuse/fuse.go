@@ -60,12 +60,24 @@ func Mount(dir string, n *ns.Namespace, o Options) (*Server, error) {
 			MaxWrite:    8 << 20,
 			DirectMount: true, // mount(2) as root, fusermount3 otherwise
 			Debug:       o.DebugFUSE,
+			Options:     permissionChecks(o.AllowOther),
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &Server{Server: srv, root: root}, nil
+}
+
+// permissionChecks: a mount that lets other users in has the kernel check
+// every access against the mode and owner each node shows
+// (default_permissions), as for a local file system; without it, anyone
+// could read what the daemon's user may, with the daemon's credentials.
+func permissionChecks(allowOther bool) []string {
+	if allowOther {
+		return []string{"default_permissions"}
+	}
+	return nil
 }
 
 // DropKernelCaches tells the kernel to forget every name, attribute and

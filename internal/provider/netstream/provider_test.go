@@ -1338,3 +1338,27 @@ func waitForStack(t *testing.T, fn string) {
 	}
 	t.Fatalf("no goroutine reached %s", fn)
 }
+
+// TestPrivilegedPortNeedsPrivilege: a daemon run as root for other users
+// binds no privileged port for a caller without the privilege, servers
+// and fixed client source ports alike; nothing is left open.
+func TestPrivilegedPortNeedsPrivilege(t *testing.T) {
+	if unprivilegedPortStart() <= 80 {
+		t.Skip("net.ipv4.ip_unprivileged_port_start is low: no port below 80 is privileged here")
+	}
+	e := newEnv(t)
+	stranger := ns.Caller{Uid: 65534, Gid: 65534} // pid 0: no process to ask for capabilities
+	ctx := context.Background()
+	for _, tt := range []struct{ proto, name string }{
+		{"tcp", "80"}, {"udp", "53!"}, {"tcp", "127.0.0.1:79::"}, {"tcp", "127.0.0.1+79++"},
+		{"tcp", "79:127.0.0.1:9"}, {"udp", "79+127.0.0.1+9"}, {"tcp", "127.0.0.1:79:127.0.0.1:9"},
+	} {
+		h, err := e.openAs(ctx, stranger, tt.proto, tt.name)
+		if err == nil {
+			h.Close()
+		}
+		if ns.Errno(err) != syscall.EACCES {
+			t.Errorf("%s/%s as uid 65534: %v, want EACCES", tt.proto, tt.name, err)
+		}
+	}
+}

@@ -46,7 +46,7 @@ func (p *Provider) dialTCP(ctx context.Context, name string, n Name, c ns.Caller
 	}
 	d := net.Dialer{Timeout: p.ConnectTimeout}
 	if n.Local.Host != "" || n.Local.Port != 0 {
-		local, err := p.localAddr(ctx, n.Local, remotes[0].Addr())
+		local, err := p.localAddr(ctx, "tcp", name, n.Local, remotes[0].Addr(), c)
 		if err != nil {
 			return nil, err
 		}
@@ -79,8 +79,11 @@ func dialError(proto, name string, err error) error {
 }
 
 // localAddr resolves a client's fixed source address, picking the family of
-// the remote address.
-func (p *Provider) localAddr(ctx context.Context, ep Endpoint, remote netip.Addr) (netip.AddrPort, error) {
+// the remote address, for a caller that may bind its port.
+func (p *Provider) localAddr(ctx context.Context, proto, name string, ep Endpoint, remote netip.Addr, c ns.Caller) (netip.AddrPort, error) {
+	if err := mayBind(proto, name, ep.Port, c); err != nil {
+		return netip.AddrPort{}, err
+	}
 	if ep.Host == "" {
 		if remote.Unmap().Is4() {
 			return netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(ep.Port)), nil
@@ -142,6 +145,9 @@ type tcpListener struct {
 
 // listenTCP binds and returns the handle of the server file.
 func (p *Provider) listenTCP(ctx context.Context, key, name string, explicit bool, bind netip.AddrPort, c ns.Caller) (ns.Handle, error) {
+	if err := mayBind("tcp", name, int(bind.Port()), c); err != nil {
+		return nil, err
+	}
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", bind.String())
 	if err != nil {
 		return nil, dialError("tcp", name, err)

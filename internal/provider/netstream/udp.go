@@ -49,6 +49,9 @@ func (p *Provider) openUDP(ctx context.Context, name string, n Name, c ns.Caller
 
 // listenUDP binds and returns the handle of the server file.
 func (p *Provider) listenUDP(key, name string, explicit bool, bind netip.AddrPort, c ns.Caller) (ns.Handle, error) {
+	if err := mayBind("udp", name, int(bind.Port()), c); err != nil {
+		return nil, err
+	}
 	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(bind))
 	if err != nil {
 		return nil, dialError("udp", name, err)
@@ -71,7 +74,7 @@ func (p *Provider) dialUDP(ctx context.Context, name string, n Name, c ns.Caller
 	}
 	d := net.Dialer{}
 	if n.Local.Host != "" || n.Local.Port != 0 {
-		local, err := p.localAddr(ctx, n.Local, remotes[0].Addr())
+		local, err := p.localAddr(ctx, "udp", name, n.Local, remotes[0].Addr(), c)
 		if err != nil {
 			return nil, err
 		}
