@@ -21,21 +21,30 @@ type clientForm struct {
 // clientForms returns the client name forms for a server on host:port
 // (host "127.0.0.1" or "::1"), each with fresh fixed local ports.
 func clientForms(t *testing.T, v6 bool) []clientForm {
+	// The colon-free spelling ('+' for ':', inside brackets too) of each
+	// form means the same.
 	if v6 {
-		l1, l2 := freePort(t), freePort(t)
+		l1, l2, l3, l4 := freePort(t), freePort(t), freePort(t), freePort(t)
 		return []clientForm{
 			{"[addr]:port", func(p int) string { return fmt.Sprintf("[::1]:%d", p) }, "::1", 0},
 			{"lport:[addr]:port", func(p int) string { return fmt.Sprintf("%d:[::1]:%d", l1, p) }, "::1", l1},
 			{"[laddr]:lport:[addr]:port", func(p int) string { return fmt.Sprintf("[::1]:%d:[::1]:%d", l2, p) }, "::1", l2},
+			{"[addr]+port", func(p int) string { return fmt.Sprintf("[++1]+%d", p) }, "::1", 0},
+			{"lport+[addr]+port", func(p int) string { return fmt.Sprintf("%d+[++1]+%d", l3, p) }, "::1", l3},
+			{"[laddr]+lport+[addr]+port", func(p int) string { return fmt.Sprintf("[++1]+%d+[++1]+%d", l4, p) }, "::1", l4},
 		}
 	}
-	l1, l2, l3 := freePort(t), freePort(t), freePort(t)
+	l1, l2, l3, l4, l5 := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
 	return []clientForm{
 		{"addr:port", func(p int) string { return fmt.Sprintf("127.0.0.1:%d", p) }, "127.0.0.1", 0},
 		{"host:port (localhost)", func(p int) string { return fmt.Sprintf("localhost:%d", p) }, "127.0.0.1", 0},
 		{"lport:addr:port", func(p int) string { return fmt.Sprintf("%d:127.0.0.1:%d", l1, p) }, "127.0.0.1", l1},
 		{"laddr:lport:addr:port", func(p int) string { return fmt.Sprintf("127.0.0.2:%d:127.0.0.1:%d", l2, p) }, "127.0.0.2", l2},
 		{"lhost:lport:host:port (localhost)", func(p int) string { return fmt.Sprintf("localhost:%d:localhost:%d", l3, p) }, "127.0.0.1", l3},
+		{"addr+port", func(p int) string { return fmt.Sprintf("127.0.0.1+%d", p) }, "127.0.0.1", 0},
+		{"host+port (localhost)", func(p int) string { return fmt.Sprintf("localhost+%d", p) }, "127.0.0.1", 0},
+		{"lport+addr+port", func(p int) string { return fmt.Sprintf("%d+127.0.0.1+%d", l4, p) }, "127.0.0.1", l4},
+		{"laddr+lport+addr+port", func(p int) string { return fmt.Sprintf("127.0.0.2+%d+127.0.0.1+%d", l5, p) }, "127.0.0.2", l5},
 	}
 }
 

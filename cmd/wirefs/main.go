@@ -152,7 +152,7 @@ func rootLong(reg *protocols.Registry) string {
 		roots = append(roots[:n-2], roots[n-2]+" and "+roots[n-1])
 	}
 	text := `Under MOUNTPOINT: tcp/ and udp/ (open = connect, bind or accept; names are
-addresses as in "host:port", "8000", "[::1]:80"), dns/NAME (addresses),
+addresses as in "host:port" or "host+port", "8000", "[::1]:80"), dns/NAME (addresses),
 remote files in ` + strings.Join(roots, ", ") + ` (as in "sftp/me@host/home/me/src"),
 vif/IFACE/ and proc/PID/IFACE (virtual network interfaces: rates, attached
 processes), and the prefixes of ~/.config/wirefs/mounts. Manual:
