@@ -38,6 +38,24 @@ func socatExchange(t *testing.T, argv ...string) Result {
 	return res
 }
 
+// sendOnce connects to 127.0.0.1:port as soon as server listens there,
+// sends msg and closes.
+func sendOnce(t *testing.T, port int, msg, server string) {
+	t.Helper()
+	var c net.Conn
+	if !waitFor(10*time.Second, func() bool {
+		var err error
+		c, err = net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		return err == nil
+	}) {
+		t.Fatalf("%s never listened on port %d", server, port)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(msg)); err != nil {
+		t.Fatalf("sending to %s: %v", server, err)
+	}
+}
+
 // TestColonFreeNamesSocat: socat, which splits its addresses on ':',
 // opens the colon-free names ('+' for ':') through the mount with no
 // symlink: a client both ways over IPv4 and IPv6, a client from a fixed
@@ -78,16 +96,7 @@ func TestColonFreeNamesSocat(t *testing.T) {
 	port := freePort(t)
 	name = fmt.Sprintf("tcp/127.0.0.1+%d++", port)
 	srv := start(t, 20*time.Second, "", nil, "socat", "-u", "GOPEN:"+m.P(name), "-")
-	var c net.Conn
-	if !waitFor(10*time.Second, func() bool {
-		var err error
-		c, err = net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		return err == nil
-	}) {
-		t.Fatalf("socat -u GOPEN:%s never listened", name)
-	}
-	c.Write([]byte("to the server\n"))
-	c.Close()
+	sendOnce(t, port, "to the server\n", "socat -u GOPEN:"+name)
 	r = srv.wait(t, 10*time.Second)
 	equal(t, "what socat served on "+name+" printed", r.Stdout, "to the server\n")
 	m.waitLive(t, 0)
@@ -109,16 +118,7 @@ func TestColonFreeNamesSocatUnderRun(t *testing.T) {
 	port := freePort(t)
 	name = fmt.Sprintf("/net/tcp/127.0.0.1+%d++", port)
 	srv := start(t, 20*time.Second, "", nil, wirefsBin, append(run1[1:], "socat", "-u", "GOPEN:"+name, "-")...)
-	var c net.Conn
-	if !waitFor(10*time.Second, func() bool {
-		var err error
-		c, err = net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		return err == nil
-	}) {
-		t.Fatalf("wirefs run -- socat -u GOPEN:%s never listened", name)
-	}
-	c.Write([]byte("to the server\n"))
-	c.Close()
+	sendOnce(t, port, "to the server\n", "wirefs run -- socat -u GOPEN:"+name)
 	r = srv.wait(t, 10*time.Second)
 	equal(t, "what socat served under run printed", r.Stdout, "to the server\n")
 }
