@@ -782,7 +782,7 @@ rate-mine ok
 rate-root: Permission denied
 rate-users-chmod: Operation not permitted
 ceil-over: Invalid argument
-attach-other: Operation not permitted
+attach-other: Permission denied
 attach-mine ok
 link ok
 detach-mine ok
