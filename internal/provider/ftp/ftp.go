@@ -481,11 +481,16 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 	rewind := rewinder(r)
 	src := counting(r, size)
 	// p's mode, from its parent's listing on another connection while
-	// the data go.
+	// the data go; SIZE first, so that a new file costs no listing.
 	mode := make(chan os.FileMode, 1)
 	go func() {
 		m := perm
 		b.do(ctx, "store", p, func(pc *pconn) error {
+			if _, err := pc.sc.FileSize(b.serverPath(p)); err != nil && isConnLoss(err) {
+				return err
+			} else if err != nil {
+				return nil // new (or a directory, which the rename refuses)
+			}
 			old, found, err := pc.find(p)
 			if found {
 				m = old.Mode & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)

@@ -250,7 +250,11 @@ func (b *backend) storeVia(c *conn, p string, src *source, size int64, perm os.F
 		}
 		attrs <- err
 	}()
-	err = b.fill(c, "store", p, f, src, size, func(*sftp.File) error { return <-attrs })
+	var attrsErr error
+	waitAttrs := sync.OnceFunc(func() { attrsErr = <-attrs })
+	// Never returns before the attributes are set: nothing touches tmp after.
+	defer waitAttrs()
+	err = b.fill(c, "store", p, f, src, size, func(*sftp.File) error { waitAttrs(); return attrsErr })
 	if err == nil {
 		err = b.replace(c, tmp, p, lerr == nil)
 	}
