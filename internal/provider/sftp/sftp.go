@@ -235,23 +235,30 @@ func (b *backend) storeVia(c *conn, p string, src *source, size int64, perm os.F
 	case err != nil:
 		return b.explain(c, "store", p, opens, err)
 	}
-	// p's mode and owner (perm for a new file) travel beside the data.
-	attrs := make(chan error, 1)
-	go func() {
-		mode := perm
-		if lerr == nil {
-			mode = old.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
-		}
-		err := c.sftp.Chmod(tmp, mode)
-		if st, ok := statOf(old, lerr); ok {
-			if cerr := c.sftp.Chown(tmp, int(st.UID), int(st.GID)); cerr != nil {
-				b.log.Debug("sftp: the replaced file keeps the login user as owner", "path", p, "err", cerr)
+	// p's mode and owner (perm for a new file) travel beside the data,
+	// as requests of their own: a refused chown must not undo the chmod.
+	mode := perm
+	if lerr == nil {
+		mode = old.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
+	}
+	attrs := make(chan error, 2)
+	go func() { attrs <- c.sftp.Chmod(tmp, mode) }()
+	st, chown := statOf(old, lerr)
+	if chown {
+		go func() {
+			if err := c.sftp.Chown(tmp, int(st.UID), int(st.GID)); err != nil {
+				b.log.Debug("sftp: the replaced file keeps the login user as owner", "path", p, "err", err)
 			}
-		}
-		attrs <- err
-	}()
+			attrs <- nil
+		}()
+	}
 	var attrsErr error
-	waitAttrs := sync.OnceFunc(func() { attrsErr = <-attrs })
+	waitAttrs := sync.OnceFunc(func() {
+		attrsErr = <-attrs
+		if chown {
+			attrsErr = errors.Join(attrsErr, <-attrs)
+		}
+	})
 	// Never returns before the attributes are set: nothing touches tmp after.
 	defer waitAttrs()
 	err = b.fill(c, "store", p, f, src, size, func(*sftp.File) error { waitAttrs(); return attrsErr })
