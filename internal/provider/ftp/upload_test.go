@@ -105,3 +105,20 @@ func TestFailedUploadServerKilled(t *testing.T) {
 	}
 	remotetest.CheckIntact(t, p, old)
 }
+
+// TestStoreInPlaceWhereNoTemporary: in a directory where the user may
+// write a file but not create one, the temporary cannot be made, and the
+// store goes straight to the name (as before), from then on.
+func TestStoreInPlaceWhereNoTemporary(t *testing.T) {
+	f := newFixture(t, map[string]string{"locked/": "", "locked/f": "old"})
+	dir := filepath.Join(f.root, "locked")
+	mustDo(t, os.Chown(dir, 0, 0)) // root's, 0755: the FTP user cannot add to it
+	b := f.dial(t, remote.Options{})
+	for _, data := range []string{"the new contents", "again"} {
+		mustDo(t, b.Store(context.Background(), "/locked/f", strings.NewReader(data), int64(len(data)), 0o644))
+		remotetest.CheckIntact(t, filepath.Join(dir, "f"), []byte(data))
+	}
+	if !b.inPlace.Load() {
+		t.Error("the session did not learn that temporaries cannot be used here")
+	}
+}
