@@ -79,9 +79,11 @@ type Backend struct {
 	transfers  chan struct{} // one per leased transfer: at most MaxConns-1
 	background chan struct{} // one per leased background transfer: at most MaxConns-2
 	noEPSV     atomic.Bool
-	// inPlace: temporaries cannot be used on this server (Store);
+	// inPlace: temporaries cannot be renamed on this server, noTemp:
+	// the directories where they cannot be created (Store);
 	// warnedReplace: the log said that its RNTO does not replace.
 	inPlace, warnedReplace atomic.Bool
+	noTemp                 sync.Map
 
 	mu     sync.Mutex
 	idle   []*pconn
@@ -468,13 +470,14 @@ func (r *rangeReader) Close() error {
 //     refuses to (IIS and others that keep the old file) gets p deleted
 //     first, logged once: for a moment p does not exist.
 //   - Where the temporary cannot be created (a directory whose files the
-//     user may write but not add to) or renamed (vsftpd's anonymous
-//     uploads without anon_other_write_enable, "incoming" directories),
-//     the session stores straight to the name from then on, logged once:
-//     there a failed upload may leave part of the file, which the
-//     cache's retry replaces.
+//     user may write but not add to), stores in that directory go
+//     straight to the name from then on; where it cannot be renamed
+//     (vsftpd's anonymous uploads without anon_other_write_enable,
+//     "incoming" directories), every store of the session does. Each is
+//     logged once: there a failed upload may leave part of the file,
+//     which the cache's retry replaces.
 func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, perm os.FileMode) error {
-	if b.inPlace.Load() {
+	if _, noTemp := b.noTemp.Load(path.Dir(p)); noTemp || b.inPlace.Load() {
 		return b.storeInPlace(ctx, p, r, size, perm)
 	}
 	tmp := remote.TempName(p)
@@ -509,7 +512,10 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 			err = b.srv.Errorf(syscall.EIO, "store", p, "the data ended after %d of %d bytes", src.n, size)
 		}
 	} else if src.n == 0 && refused(err) {
-		b.storeInPlaceFromNow(p, "cannot create a temporary file beside it", err)
+		if _, known := b.noTemp.LoadOrStore(path.Dir(p), true); !known {
+			b.log.Warn("ftp: the server refuses a temporary file beside a file to store; stores in its directory go straight to the name from now on, and a failed one may leave part of the file",
+				"server", b.srv.Host, "path", p, "err", err)
+		}
 		return b.storeInPlace(ctx, p, r, size, perm)
 	}
 	if err == nil {
@@ -518,7 +524,10 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 			return pc.replace(tmp, p)
 		})
 		if refused(err) {
-			b.storeInPlaceFromNow(p, "cannot rename a temporary file over it", err)
+			if !b.inPlace.Swap(true) {
+				b.log.Warn("ftp: the server refuses to rename a temporary file over a file to store; stores go straight to the name from now on, and a failed one may leave part of the file",
+					"server", b.srv.Host, "path", p, "err", err)
+			}
 			if rewind() {
 				b.dropTemp(ctx, tmp)
 				return b.storeInPlace(ctx, p, r, size, perm)
@@ -552,15 +561,6 @@ func rewinder(r io.Reader) func() bool {
 func refused(err error) bool {
 	errno := ns.Errno(err)
 	return errno == syscall.EACCES || errno == syscall.EPERM
-}
-
-// storeInPlaceFromNow makes the session's stores go straight to their
-// names, saying once why.
-func (b *Backend) storeInPlaceFromNow(p, why string, err error) {
-	if !b.inPlace.Swap(true) {
-		b.log.Warn("ftp: the server "+why+"; stores go straight to the file's name from now on, and a failed one may leave part of the file",
-			"server", b.srv.Host, "path", p, "err", err)
-	}
 }
 
 // replace renames tmp over p. A server that refuses to replace an

@@ -107,8 +107,8 @@ func TestFailedUploadServerKilled(t *testing.T) {
 }
 
 // TestStoreInPlaceWhereNoTemporary: in a directory where the user may
-// write a file but not create one, the temporary cannot be made, and the
-// store goes straight to the name (as before), from then on.
+// write a file but not create one, the temporary cannot be made, and
+// stores there go straight to the name (as before), from then on.
 func TestStoreInPlaceWhereNoTemporary(t *testing.T) {
 	f := newFixture(t, map[string]string{"locked/": "", "locked/f": "old"})
 	dir := filepath.Join(f.root, "locked")
@@ -118,7 +118,7 @@ func TestStoreInPlaceWhereNoTemporary(t *testing.T) {
 		mustDo(t, b.Store(context.Background(), "/locked/f", strings.NewReader(data), int64(len(data)), 0o644))
 		remotetest.CheckIntact(t, filepath.Join(dir, "f"), []byte(data))
 	}
-	if !b.inPlace.Load() {
-		t.Error("the session did not learn that temporaries cannot be used here")
+	if _, learnt := b.noTemp.Load("/locked"); !learnt || b.inPlace.Load() {
+		t.Error("the session did not learn that temporaries cannot be made in /locked (and only there)")
 	}
 }
