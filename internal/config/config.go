@@ -10,6 +10,8 @@
 //	src        sftp://me@build/home/me/src     t_read=5s t_write=0
 //	# per-file bounds: a file, or a subtree when the URL ends in "/"
 //	file       sftp://me@build/home/me/live.log t_read=0
+//	# portals (portal.go): open runs a provider
+//	portal sorted exec sort
 //
 // The arrow ("→" or "->") and the commas are optional.
 package config
@@ -171,10 +173,11 @@ type File struct {
 	Line    int
 }
 
-// Table is the whole file: mount points and per-file bounds.
+// Table is the whole file: mount points, per-file bounds and portals.
 type Table struct {
-	Mounts []Mount
-	Files  []File
+	Mounts  []Mount
+	Files   []File
+	Portals []Portal
 }
 
 // Parse reads the text of a mount file, whose remote roots name schemes.
@@ -182,6 +185,16 @@ type Table struct {
 func Parse(text string, schemes Schemes) (Table, error) {
 	var out Table
 	for i, line := range strings.Split(text, "\n") {
+		if isPortalLine(line) {
+			// Before cutting comments: a portal's words may quote '#'.
+			p, err := parsePortal(line)
+			if err != nil {
+				return Table{}, fmt.Errorf("line %d: %v", i+1, err)
+			}
+			p.Line = i + 1
+			out.Portals = append(out.Portals, p)
+			continue
+		}
 		if c := strings.IndexByte(line, '#'); c >= 0 {
 			line = line[:c]
 		}
