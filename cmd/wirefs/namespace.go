@@ -22,6 +22,7 @@ import (
 	"wirefs/internal/provider/ctl"
 	"wirefs/internal/provider/dns"
 	"wirefs/internal/provider/netstream"
+	"wirefs/internal/provider/portal"
 	"wirefs/internal/provider/splicefs"
 	"wirefs/internal/provider/vif"
 	"wirefs/internal/remote"
@@ -76,6 +77,7 @@ type daemonNamespace struct {
 	files    *cache.Cache
 	vifs     *vif.Provider      // vif/ and proc/: seed 003's VIFs
 	splices  *splicefs.Provider // splice/: seed 002's splices
+	portals  *portal.Provider   // the mounts file's portal lines
 	// roots are the top-level names of remote files: the protocol roots
 	// and the user's mount points (the catcher shows them at "/" too).
 	roots []string
@@ -178,6 +180,16 @@ func buildNamespace(c nsConfig, reg *protocols.Registry, log *slog.Logger) (*dae
 		d.roots = append(d.roots, m.Prefix)
 		log.Debug("mount point", "prefix", "/"+m.Prefix, "root", m.Root.String(), "line", m.Line)
 	}
+	d.portals = portal.New(log, portal.Grace)
+	for _, p := range table.Portals {
+		node, err := portalNode(p, d.portals, streams)
+		if err != nil {
+			d.portals.Close()
+			return nil, fmt.Errorf("%s: line %d: portal /%s: %v", file, p.Line, p.Prefix, err)
+		}
+		d.ns.Mount(p.Prefix, node)
+		log.Debug("portal", "prefix", "/"+p.Prefix, "provider", p.Provider, "line", p.Line)
+	}
 	return d, nil
 }
 
@@ -196,6 +208,23 @@ func (c nsConfig) resolver() (*resolve.Resolver, error) {
 		res.Lookup = resolve.ServerLookup(server)
 	}
 	return res, nil
+}
+
+// portalNode is the node of a portal line. A tcp or udp portal is the
+// netstream provider's node of its name, so it behaves, fails and is
+// listed exactly as that name under tcp/ or udp/; the name is parsed now
+// (a malformed one fails the mount), nothing connects before an open.
+func portalNode(p config.Portal, portals *portal.Provider, streams *netstream.Provider) (ns.Node, error) {
+	switch p.Provider {
+	case "exec":
+		return portals.Exec(p)
+	case "fs":
+		return portals.FS(p.Args[0])
+	case "tcp":
+		return streams.TCP().Lookup(context.Background(), p.Args[0])
+	default: // udp: the parser knows no other
+		return streams.UDP().Lookup(context.Background(), p.Args[0])
+	}
 }
 
 // options are the command line's settings of remote files: the lowest
@@ -279,6 +308,7 @@ func (d *daemonNamespace) dropCaches() {
 // close writes back what is pending and ends remote sessions.
 func (d *daemonNamespace) close(log *slog.Logger) {
 	d.splices.Close() // before the ends' providers
+	d.portals.Close()
 	if err := d.files.Close(); err != nil {
 		log.Warn("closing the cache", "err", err)
 	}

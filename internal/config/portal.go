@@ -34,9 +34,15 @@ type Portal struct {
 // PortalProviders are the providers a portal line may name.
 var PortalProviders = []string{"exec", "tcp", "udp", "fs"}
 
-// NameArg is what %s in an exec portal's words stands for: the name
-// opened below a prefix that ends in "/".
+// NameArg, in an exec portal's words, stands for the name opened below a
+// prefix that ends in "/"; "%%" stands for "%".
 const NameArg = "%s"
+
+// HasNameArg reports whether word of an exec portal has a %s (not %%s,
+// a literal "%s").
+func HasNameArg(word string) bool {
+	return strings.Contains(strings.ReplaceAll(word, "%%", ""), NameArg)
+}
 
 // isPortalLine reports whether line is a portal line: its first word is
 // "portal".
@@ -67,7 +73,7 @@ func parsePortal(line string) (Portal, error) {
 			return Portal{}, fmt.Errorf("a NUL byte in %q", a)
 		}
 	}
-	names := slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, NameArg) })
+	names := slices.ContainsFunc(args, HasNameArg)
 	switch provider {
 	case "exec":
 		if names && !p.Dir {
@@ -90,12 +96,15 @@ func parsePortal(line string) (Portal, error) {
 }
 
 // Argv is an exec portal's words for the name opened below its prefix:
-// every %s replaced by name, each word staying one argument however
-// name reads (no shell ever sees it).
+// every %s replaced by name and every %% by %, each word staying one
+// argument however name reads (no shell ever sees it).
 func (p Portal) Argv(name string) []string {
+	// A Replacer works left to right and never rereads what it
+	// wrote: "%%s" is "%s", a name holding "%s" stays as it is.
+	r := strings.NewReplacer("%%", "%", NameArg, name)
 	argv := make([]string, len(p.Args))
 	for i, a := range p.Args {
-		argv[i] = strings.ReplaceAll(a, NameArg, name)
+		argv[i] = r.Replace(a)
 	}
 	return argv
 }

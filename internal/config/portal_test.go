@@ -17,6 +17,7 @@ portal logs/    fs    /var/log
 	portal /a/b/  exec sh -c 'printf "%s\n" "$1" # not a comment' sh %s
 src sftp://h/x
 portal q/ exec grep "a b" --label=x%s "#" \# %s%s
+portal pf/ exec printf '<%%s>\n' %s
 `, testSchemes())
 	if err != nil {
 		t.Fatal(err)
@@ -28,6 +29,7 @@ portal q/ exec grep "a b" --label=x%s "#" \# %s%s
 		{Prefix: "logs", Dir: true, Provider: "fs", Args: []string{"/var/log"}, Line: 6},
 		{Prefix: "a/b", Dir: true, Provider: "exec", Args: []string{"sh", "-c", `printf "%s\n" "$1" # not a comment`, "sh", "%s"}, Line: 7},
 		{Prefix: "q", Dir: true, Provider: "exec", Args: []string{"grep", "a b", "--label=x%s", "#", "#", "%s%s"}, Line: 9},
+		{Prefix: "pf", Dir: true, Provider: "exec", Args: []string{"printf", `<%%s>\n`, "%s"}, Line: 10},
 	}
 	if !reflect.DeepEqual(tab.Portals, want) {
 		t.Errorf("portals:\n got %+v\nwant %+v", tab.Portals, want)
@@ -36,6 +38,9 @@ portal q/ exec grep "a b" --label=x%s "#" \# %s%s
 		t.Errorf("the mount line among portals: %+v", tab.Mounts)
 	}
 	if got := tab.Portals[0].Argv("a;touch x"); !slices.Equal(got, []string{"ssh", "-W", "a;touch x", "bastion"}) {
+		t.Errorf("argv %q", got)
+	}
+	if got := tab.Portals[6].Argv("%s%%"); !slices.Equal(got, []string{"printf", `<%s>\n`, "%s%%"}) {
 		t.Errorf("argv %q", got)
 	}
 	if got := tab.Portals[5].Argv("$(id)"); !slices.Equal(got, []string{"grep", "a b", "--label=x$(id)", "#", "#", "$(id)$(id)"}) {
@@ -52,6 +57,8 @@ func TestParsePortalErrors(t *testing.T) {
 		{"portal / exec sort", "cannot be the root"},
 		{"portal x pipe sort", `unknown portal provider "pipe" (known: exec, tcp, udp, fs)`},
 		{"portal x exec ssh -W %s h", "must end in /"},
+		{"portal x exec printf %%s", ""}, // a literal "%s": fine
+
 		{"portal x exec 'unterminated", "portal line: "},
 		{"portal x/ tcp h:1", "a tcp portal is one file"},
 		{"portal x udp h:1 h:2", "a udp portal is one file"},
@@ -60,6 +67,12 @@ func TestParsePortalErrors(t *testing.T) {
 		{"portal x tcp %s", "is for exec portals"},
 	} {
 		_, err := Parse("# first\n\n"+tc.line+"\n", testSchemes())
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", tc.line, err)
+			}
+			continue
+		}
 		if err == nil || !strings.HasPrefix(err.Error(), "line 3: ") || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: got %v, want line 3: ...%s...", tc.line, err, tc.want)
 		}
@@ -90,7 +103,7 @@ func FuzzParsePortal(f *testing.F) {
 			t.Fatalf("bad portal %+v from %q", p, line)
 		}
 		if p.Provider != "exec" {
-			if len(p.Args) != 1 || strings.Contains(p.Args[0], NameArg) {
+			if len(p.Args) != 1 || HasNameArg(p.Args[0]) {
 				t.Fatalf("%s portal %+v from %q", p.Provider, p, line)
 			}
 			return
@@ -99,7 +112,7 @@ func FuzzParsePortal(f *testing.F) {
 		if argv := p.Argv("a b;$(x)"); len(argv) != len(p.Args) {
 			t.Fatalf("argv %q from %q", argv, line)
 		}
-		if !p.Dir && slices.ContainsFunc(p.Args, func(a string) bool { return strings.Contains(a, NameArg) }) {
+		if !p.Dir && slices.ContainsFunc(p.Args, HasNameArg) {
 			t.Fatalf("%%s in a file portal %+v from %q", p, line)
 		}
 	})

@@ -16,19 +16,20 @@ import (
 // root and the mount points are synthesized directories. This is the
 // Sprite/Ufo prefix table; implicit roots such as "tcp/" are just entries.
 type Namespace struct {
-	mounts map[string]Dir // clean prefix without leading slash -> provider root
+	mounts map[string]Node // clean prefix without leading slash -> provider root
 	since  time.Time
 }
 
 // New returns an empty namespace.
 func New() *Namespace {
-	return &Namespace{mounts: map[string]Dir{}, since: time.Now()}
+	return &Namespace{mounts: map[string]Node{}, since: time.Now()}
 }
 
-// Mount attaches dir at prefix. A later Mount at the same prefix replaces
-// the earlier one.
-func (n *Namespace) Mount(prefix string, dir Dir) {
-	n.mounts[clean(prefix)] = dir
+// Mount attaches node at prefix: a provider's directory, or a single file
+// (a portal such as "db" → tcp/db.internal:5432). A later Mount at the
+// same prefix replaces the earlier one.
+func (n *Namespace) Mount(prefix string, node Node) {
+	n.mounts[clean(prefix)] = node
 }
 
 // Root returns the namespace's root directory.

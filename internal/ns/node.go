@@ -6,6 +6,7 @@ package ns
 import (
 	"context"
 	"os"
+	"sync"
 	"time"
 )
 
@@ -117,4 +118,25 @@ type ReaderAt interface {
 type KernelObject interface {
 	// KernelFile returns the object; the caller must not close it.
 	KernelFile() (*os.File, error)
+}
+
+type callerKey struct{}
+
+// WithCaller returns ctx carrying who asks, for the calls whose
+// signatures name no caller (Lookup, ReadDir, Attr): a node whose answer
+// depends on the asker (an fs portal looks names up as the opener) finds
+// it with CallerOf. caller runs at most once, when a node first asks, so
+// a door whose caller costs a /proc read pays only for such nodes.
+func WithCaller(ctx context.Context, caller func() Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, sync.OnceValue(caller))
+}
+
+// CallerOf is the caller ctx carries (WithCaller); false when the door
+// did not say.
+func CallerOf(ctx context.Context) (Caller, bool) {
+	f, ok := ctx.Value(callerKey{}).(func() Caller)
+	if !ok {
+		return Caller{}, false
+	}
+	return f(), true
 }

@@ -223,7 +223,7 @@ func (s *server) open(n *notif, c call, w where) {
 // lookup resolves the name for decideOpen.
 func (s *server) lookup(o *opening) {
 	t0 := s.tm.start()
-	o.node, o.err = s.user.Resolve(o.ctx, o.w.rel)
+	o.node, o.err = s.user.Resolve(s.asking(o.ctx, o.n.Pid), o.w.rel)
 	s.tm.end(phResolve, t0)
 	if o.err != nil {
 		o.facts.node = &nodeFacts{failed: true, errno: ns.Errno(o.err)}

@@ -343,6 +343,12 @@ func (s *server) caller(tid uint32) ns.Caller {
 		Holds: func(h ns.Handle) bool { return s.served.holds(tid, h) }}
 }
 
+// asking is ctx carrying the target thread tid as the caller
+// (ns.WithCaller); its /proc status is read only if a node asks.
+func (s *server) asking(ctx context.Context, tid uint32) context.Context {
+	return ns.WithCaller(ctx, func() ns.Caller { return s.caller(tid) })
+}
+
 // fail answers with the errno of err and logs why.
 func (s *server) fail(n *notif, c call, w where, err error) {
 	errno := ns.Errno(err)

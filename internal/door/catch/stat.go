@@ -125,7 +125,7 @@ const atFDCWDu = ^uintptr(99) // AT_FDCWD (-100) as an argument
 // refuses a file "replaced while being copied" otherwise). Size, mode and
 // times stay the remote file's.
 func (s *server) kernelIdentity(n *notif, c call, w where, buf []byte) {
-	node, err := s.user.Resolve(s.ctx, w.rel)
+	node, err := s.user.Resolve(s.asking(s.ctx, n.Pid), w.rel)
 	if err != nil {
 		return
 	}

@@ -371,7 +371,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	if !ok {
 		return nil, syscall.ENOTDIR
 	}
-	child, err := d.Lookup(ctx, name)
+	child, err := d.Lookup(n.d.asking(ctx), name)
 	if err != nil {
 		return nil, n.fail("lookup", name, err)
 	}
@@ -407,7 +407,7 @@ func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	if !ok {
 		return nil, syscall.ENOTDIR
 	}
-	ents, err := d.ReadDir(ctx)
+	ents, err := d.ReadDir(n.d.asking(ctx))
 	if err != nil {
 		return nil, n.fail("readdir", "", err)
 	}
@@ -488,6 +488,11 @@ func (d *door) caller(ctx context.Context) ns.Caller {
 	pid := c.Pid
 	return ns.Caller{Pid: pid, Uid: c.Uid, Gid: c.Gid, ReleaseLag: ReleaseLag,
 		Holds: func(h ns.Handle) bool { return d.holds(pid, h) }}
+}
+
+// asking is ctx carrying the request's caller (ns.WithCaller).
+func (d *door) asking(ctx context.Context) context.Context {
+	return ns.WithCaller(ctx, func() ns.Caller { return d.caller(ctx) })
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {

@@ -1,0 +1,138 @@
+// Package portal is seed 004's portal file system (puffs §4.6, after
+// 4.4BSD's portalfs): namespace paths whose open runs a provider and
+// hands the opener a descriptor the provider made. Exec portals run a
+// program and give its pipe or socketpair; fs portals open files of a
+// local tree as the opener. (tcp and udp portals are names of the
+// netstream provider; the command mounts them.) The package knows
+// processes and descriptors, not FUSE or seccomp: every handle is a real
+// kernel object that a door may pass on or serve.
+package portal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"syscall"
+
+	"wirefs/internal/ns"
+)
+
+// identity is who an opener is: what a program runs as and what files
+// are opened as.
+type identity struct {
+	uid, gid uint32
+	groups   []uint32
+}
+
+// opener is c's identity: the uid and gid the door reported and the
+// supplementary groups of the calling thread, read from its /proc
+// status. The groups are taken only when that status shows the same
+// filesystem uid and gid as the door reported, so a thread that exited
+// meanwhile (its id reused) lends no groups: the opener then has its
+// primary group only, never more than it had.
+func opener(c ns.Caller) identity {
+	id := identity{uid: c.Uid, gid: c.Gid}
+	if c.Pid == 0 {
+		return id
+	}
+	status, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(c.Pid), 10) + "/status")
+	if err != nil {
+		return id
+	}
+	if statusField(status, "Uid", 3) != strconv.FormatUint(uint64(c.Uid), 10) ||
+		statusField(status, "Gid", 3) != strconv.FormatUint(uint64(c.Gid), 10) {
+		return id
+	}
+	for _, g := range bytes.Fields(statusLine(status, "Groups")) {
+		if v, err := strconv.ParseUint(string(g), 10, 32); err == nil {
+			id.groups = append(id.groups, uint32(v))
+		}
+	}
+	return id
+}
+
+// statusLine is the value of a "Name:\t..." line of /proc/PID/status.
+func statusLine(status []byte, name string) []byte {
+	i := bytes.Index(status, []byte("\n"+name+":"))
+	if i < 0 {
+		return nil
+	}
+	line := status[i+len(name)+2:]
+	if j := bytes.IndexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	}
+	return line
+}
+
+// statusField is the i-th word of a status line ("Uid": real, effective,
+// saved, filesystem).
+func statusField(status []byte, name string, i int) string {
+	f := bytes.Fields(statusLine(status, name))
+	if i >= len(f) {
+		return ""
+	}
+	return string(f[i])
+}
+
+// daemonIs reports whether the daemon already is id (same uid, gid and
+// groups), so it may act without changing credentials.
+func daemonIs(id identity) bool {
+	if uint32(os.Geteuid()) != id.uid || uint32(os.Getegid()) != id.gid {
+		return false
+	}
+	gs, err := syscall.Getgroups()
+	if err != nil {
+		return false
+	}
+	own := make([]uint32, len(gs))
+	for i, g := range gs {
+		own[i] = uint32(g)
+	}
+	slices.Sort(own)
+	want := slices.Sorted(slices.Values(id.groups))
+	return slices.Equal(slices.Compact(own), slices.Compact(want))
+}
+
+// canBecome reports whether the daemon may act as another identity: it
+// runs as root. A daemon that is not root acts only for openers who are
+// the daemon's own user (daemonIs), and refuses everyone else.
+func canBecome() bool { return os.Geteuid() == 0 }
+
+// errNotAs is the refusal of a daemon that cannot act as the opener.
+func errNotAs(id identity) error {
+	return ns.Errorf(syscall.EACCES, "the daemon runs as uid %d and cannot act as uid %d (run it as root to serve other users)", os.Geteuid(), id.uid)
+}
+
+// stream is a portal's end of a pipe or socketpair: a kernel object the
+// catcher door gives the program itself, and a stream the FUSE door
+// serves (Read and Write wake up when ctx is cancelled, through the
+// deadlines of Go's poller, which the file is registered with).
+type stream struct{ f *os.File }
+
+var (
+	_ ns.KernelObject = (*stream)(nil)
+	_ ns.Reader       = (*stream)(nil)
+	_ ns.Writer       = (*stream)(nil)
+)
+
+func (s *stream) Read(ctx context.Context, p []byte) (int, error) {
+	return ns.Interruptible(ctx, s.f.SetReadDeadline, func() (int, error) {
+		n, err := s.f.Read(p)
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+		return n, err
+	})
+}
+
+func (s *stream) Write(ctx context.Context, p []byte) (int, error) {
+	return ns.Interruptible(ctx, s.f.SetWriteDeadline, func() (int, error) { return s.f.Write(p) })
+}
+
+func (s *stream) KernelFile() (*os.File, error) { return s.f, nil }
+
+func (s *stream) Close() error { return s.f.Close() }
