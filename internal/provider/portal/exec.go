@@ -159,9 +159,14 @@ func (f *execFile) Open(ctx context.Context, c ns.Caller, flags int) (ns.Handle,
 	case syscall.O_RDONLY:
 		r.cmd.Stdout = theirs
 	case syscall.O_WRONLY:
-		r.cmd.Stdin = theirs
+		r.cmd.Stdin, r.input = theirs, true
 	default:
 		r.cmd.Stdin, r.cmd.Stdout = theirs, theirs
+	}
+	if err := ctx.Err(); err != nil {
+		mine.Close()
+		theirs.Close()
+		return nil, ns.Errorf(syscall.EINTR, "portal /%s: interrupted before starting %s: %w", f.line.Prefix, prog, err)
 	}
 	started := make(chan error, 1)
 	go func() { started <- r.start() }()
@@ -242,6 +247,7 @@ type program struct {
 	// open and whoever holds the descriptor by then.
 	theirs *os.File
 	pidfd  int
+	input  bool // O_WRONLY: the program only reads from its opener
 	// stopped: the opener closed first and the program was told to stop.
 	stopped bool
 }
@@ -279,21 +285,16 @@ func (r *program) signal(sig syscall.Signal) {
 }
 
 // wait waits for the program to exit or its opener to close the last
-// descriptor; in the latter case it sends SIGTERM, and SIGKILL after the
-// grace period. Then it reaps the program, closes the program's end (the
-// opener reads EOF) and logs the exit status. The wait is poll(2) on the
-// pidfd and the program's end: a thread per running program.
+// descriptor, then stops it (stop), reaps it, closes the program's end
+// (the opener reads EOF) and logs the exit status. The wait is poll(2)
+// on the pidfd and the program's end: a thread per running program.
 func (r *program) wait(stderr *os.File) {
 	defer r.p.wg.Done()
 	if r.pidfd >= 0 {
 		fds := []unix.PollFd{{Fd: int32(r.pidfd), Events: unix.POLLIN}, {Fd: int32(r.theirs.Fd())}}
 		poll(fds, -1)
 		if fds[0].Revents == 0 {
-			r.stopped = true
-			r.signal(syscall.SIGTERM)
-			if !poll(fds[:1], int(r.p.grace/time.Millisecond)) {
-				r.signal(syscall.SIGKILL)
-			}
+			r.stop(fds[:1])
 		}
 	}
 	err := r.cmd.Wait()
@@ -313,6 +314,22 @@ func (r *program) wait(stderr *os.File) {
 	}
 	r.p.log.Log(context.Background(), lvl, "portal program exited", "portal", "/"+r.prefix, "name", r.name,
 		"pid", r.cmd.Process.Pid, "status", r.cmd.ProcessState.String(), "stopped_at_close", r.stopped)
+}
+
+// stop ends a program whose opener closed: SIGTERM, then SIGKILL after
+// the grace period. A program that reads what the opener wrote (O_WRONLY)
+// gets its stdin's EOF first and the grace period to finish its work
+// before SIGTERM: its input would be lost otherwise.
+func (r *program) stop(pidfd []unix.PollFd) {
+	grace := int(r.p.grace / time.Millisecond)
+	if r.input && poll(pidfd, grace) {
+		return
+	}
+	r.stopped = true
+	r.signal(syscall.SIGTERM)
+	if !poll(pidfd, grace) {
+		r.signal(syscall.SIGKILL)
+	}
 }
 
 // poll waits for any of fds (timeout in ms, -1: none) and reports
