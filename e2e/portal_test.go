@@ -22,16 +22,17 @@ var hostileNames = []string{"a;touch x", "$(id)", "`id`", "a b", `'"\`, "-n", "*
 // a local echo server, an sshd to jump through, a tree for the fs
 // portal, a FIFO that slow programs wait on.
 type portals struct {
-	config   string
-	dir      string // scratch, searchable by nobody
-	echo     *Peer  // TCP echo server
-	closed   int    // a port nothing listens on
-	stuck    int    // a port whose listen backlog is full: connect hangs
-	fifo     string
-	gate     *os.File // the FIFO's one writer, held until the slow programs may go
-	sortOut  string   // where the O_WRONLY sort portal writes
-	fsRoot   string
-	sshdPort int
+	config    string
+	dir       string // scratch, searchable by nobody
+	echo      *Peer  // TCP echo server
+	closed    int    // a port nothing listens on
+	stuck     int    // a port whose listen backlog is full: connect hangs
+	fifo      string
+	gate      *os.File // the FIFO's one writer, held until the slow programs may go
+	sortOut   string   // where the O_WRONLY sort portal writes
+	fsRoot    string
+	sshdPort  int
+	sshConfig string // Host bastion: the sshd, by key
 }
 
 // newPortals writes the mounts file (portal lines among ordinary lines).
@@ -61,6 +62,7 @@ func newPortals(t *testing.T) *portals {
 	sshd := testsrv.StartSSHD(t)
 	p.sshdPort = sshd.Port
 	sshConfig := filepath.Join(p.dir, "ssh_config")
+	p.sshConfig = sshConfig
 	known := filepath.Join(p.dir, "known_hosts")
 	os.WriteFile(known, []byte(sshd.KnownHostsLine()), 0o644)
 	os.WriteFile(sshConfig, fmt.Appendf(nil, `Host bastion
@@ -178,6 +180,10 @@ print(got.decode(), end="")
 os.close(fd)
 `, strconv.Itoa(p.echo.Port)))
 		equal(t, "echo through ssh -W", r.Stdout, "through the bastion\n")
+		// ProxyCommand as a file: ssh reaches the sshd through itself.
+		r = mustOK(t, "ssh", bash(t, m, 30*time.Second,
+			`ssh -F "$1" -o ProxyCommand="bash -c 'exec 3<>\"$M/jump/%h:%p\"; cat <&3 & cat >&3'" bastion echo via-a-proxy-file`, p.sshConfig))
+		equal(t, "ssh with the portal as ProxyCommand", r.Stdout, "via-a-proxy-file\n")
 	})
 
 	t.Run("runs as the opener", func(t *testing.T) {
@@ -385,9 +391,10 @@ print(s.makefile().read(), end="")'
 		r := mustOK(t, "run", runIn(`
 exec 3<>"/net/jump/127.0.0.1:$1"; echo jumped >&3; head -1 <&3
 exec 4<>/net/db; echo aliased >&4; head -1 <&4
-cat /net/refused 2>&1 | sed 's/.*: //'; cat "/net/tcp/127.0.0.1:$2" 2>&1 | sed 's/.*: //'`,
-			strconv.Itoa(p.echo.Port), strconv.Itoa(p.closed)))
-		equal(t, "run", r.Stdout, "jumped\naliased\nConnection refused\nConnection refused\n")
+cat /net/refused 2>&1 | sed 's/.*: //'; cat "/net/tcp/127.0.0.1:$2" 2>&1 | sed 's/.*: //'
+ssh -F "$3" -o ProxyCommand="bash -c 'exec 3<>/net/jump/%h:%p; cat <&3 & cat >&3'" bastion echo via-a-proxy-file`,
+			strconv.Itoa(p.echo.Port), strconv.Itoa(p.closed), p.sshConfig, strconv.Itoa(p.sshdPort)))
+		equal(t, "run", r.Stdout, "jumped\naliased\nConnection refused\nConnection refused\nvia-a-proxy-file\n")
 	})
 
 	t.Run("fs", func(t *testing.T) {

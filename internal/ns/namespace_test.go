@@ -542,3 +542,47 @@ func TestSocketHandleReadCancel(t *testing.T) {
 		t.Fatalf("cancelled Read: %v, want EINTR", err)
 	}
 }
+
+// TestMountFile: a single file may be mounted at a prefix (a portal):
+// it is found and listed like a directory's entry, at the top level and
+// below a synthesized directory.
+func TestMountFile(t *testing.T) {
+	n, _, _, _ := testNS()
+	db := &fakeFile{id: "db", size: 7}
+	n.Mount("db", db)
+	n.Mount("svc/db", db)
+	for _, p := range []string{"db", "svc/db"} {
+		got, err := n.Resolve(context.Background(), p)
+		if err != nil || got != Node(db) {
+			t.Errorf("%s: %v %v", p, got, err)
+		}
+	}
+	if _, err := n.Resolve(context.Background(), "db/x"); Errno(err) != syscall.ENOTDIR {
+		t.Errorf("below a file: %v", err)
+	}
+	ents, err := n.Root().ReadDir(context.Background())
+	if err != nil || !strings.Contains(names(ents), "db") || !strings.Contains(names(ents), "svc") {
+		t.Errorf("listing: %v %v", names(ents), err)
+	}
+}
+
+// TestWithCaller: a context carries who asks; the caller is computed
+// once, when first asked, and not at all if nobody asks.
+func TestWithCaller(t *testing.T) {
+	if _, ok := CallerOf(context.Background()); ok {
+		t.Error("a bare context has a caller")
+	}
+	calls := 0
+	ctx := WithCaller(context.Background(), func() Caller { calls++; return Caller{Pid: 7, Uid: 65534} })
+	if calls != 0 {
+		t.Error("computed before anyone asked")
+	}
+	for range 2 {
+		if c, ok := CallerOf(ctx); !ok || c.Pid != 7 || c.Uid != 65534 {
+			t.Errorf("got %+v %v", c, ok)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("computed %d times", calls)
+	}
+}
