@@ -3,8 +3,11 @@ package catch
 import (
 	"context"
 	"os"
+	"runtime"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"wirefs/internal/ns"
 )
@@ -364,7 +367,7 @@ func (s *server) injectPath(n *notif, c call, w where, name string, flags int, m
 func (s *server) addfd(n *notif, c call, w where, fd int, fdFlags uint32) {
 	a := notifAddfd{ID: n.ID, Flags: addfdFlagSend, Srcfd: uint32(fd), NewfdFlags: fdFlags}
 	for {
-		_, e := ioctl(s.fd, ioctlNotifAddfd, uintptr(unsafe.Pointer(&a)))
+		e := addfdUninterrupted(s.fd, &a)
 		switch e {
 		case 0:
 			return
@@ -380,6 +383,29 @@ func (s *server) addfd(n *notif, c call, w where, fd int, fdFlags uint32) {
 			return
 		}
 	}
+}
+
+// addfdUninterrupted is the ADDFD ioctl with every signal blocked on the
+// calling thread. With SECCOMP_ADDFD_FLAG_SEND the kernel marks the
+// notification answered before the ioctl waits for the target to take
+// the fd; a signal to this thread meanwhile (the SIGCHLD of a portal's
+// program, Go's preemption) withdraws the fd but leaves the notification
+// answered, and the target's call then returns 0 (its stdin), while a
+// retry fails with EINPROGRESS. Blocked signals wait until the ioctl
+// returns; the ioctl still returns when the target dies (ESRCH).
+func addfdUninterrupted(notifyFd int, a *notifAddfd) syscall.Errno {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var all, old unix.Sigset_t
+	for i := range all.Val {
+		all.Val[i] = ^uint64(0)
+	}
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &all, &old); err != nil {
+		return err.(syscall.Errno)
+	}
+	_, e := ioctl(notifyFd, ioctlNotifAddfd, uintptr(unsafe.Pointer(a)))
+	unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
+	return e
 }
 
 func fcntl(fd, cmd, arg int) (int, error) {
