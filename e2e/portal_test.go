@@ -124,13 +124,6 @@ func fullBacklog(t *testing.T) int {
 	}
 }
 
-// asNobody runs a bash script as nobody (no supplementary groups).
-func asNobody(t *testing.T, m *Mount, script string, args ...string) Result {
-	t.Helper()
-	return run(t, 20*time.Second, "", "setpriv", append([]string{"--reuid=65534", "--regid=65534", "--clear-groups",
-		"bash", "-c", "M=" + shellQuote(m.Dir) + "\n" + script, "bash"}, args...)...)
-}
-
 // TestPortalMount: portals through the FUSE door, with real programs.
 func TestPortalMount(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -187,23 +180,23 @@ os.close(fd)
 	})
 
 	t.Run("runs as the opener", func(t *testing.T) {
-		r := asNobody(t, m, `cat "$M/id"`)
+		r := asNobody(t, []string{"M=" + m.Dir}, `cat "$M/id"`)
 		equal(t, "id as nobody", r.Stdout, "65534\n65534\n")
 		equal(t, "id as root", mustOK(t, "id", run(t, 10*time.Second, "", "cat", m.P("id"))).Stdout, "0\n0\n")
 	})
 
 	t.Run("fs as the opener", func(t *testing.T) {
-		equal(t, "public as nobody", asNobody(t, m, `cat "$M/logs/public"`).Stdout, "public\n")
-		r := asNobody(t, m, `cat "$M/logs/secret"`)
+		equal(t, "public as nobody", asNobody(t, []string{"M=" + m.Dir}, `cat "$M/logs/public"`).Stdout, "public\n")
+		r := asNobody(t, []string{"M=" + m.Dir}, `cat "$M/logs/secret"`)
 		if r.Code == 0 || !strings.Contains(r.Stderr, "Permission denied") {
 			t.Errorf("secret as nobody: %s", r)
 		}
-		direct := asNobody(t, m, `cat "$1"`, filepath.Join(p.fsRoot, "secret"))
+		direct := asNobody(t, []string{"M=" + m.Dir}, `cat "$1"`, filepath.Join(p.fsRoot, "secret"))
 		if direct.Code == 0 {
 			t.Errorf("nobody reads the secret directly: the test proves nothing")
 		}
 		equal(t, "secret as root", mustOK(t, "cat", run(t, 10*time.Second, "", "cat", m.P("logs/secret"))).Stdout, "secret\n")
-		equal(t, "listing", mustOK(t, "ls", asNobody(t, m, `ls "$M/logs"`)).Stdout, "public\nsecret\n")
+		equal(t, "listing", mustOK(t, "ls", asNobody(t, []string{"M=" + m.Dir}, `ls "$M/logs"`)).Stdout, "public\nsecret\n")
 	})
 
 	t.Run("tcp alias", func(t *testing.T) {
