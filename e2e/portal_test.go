@@ -373,6 +373,30 @@ print(s.makefile().read(), end="")'
 		}
 	})
 
+	t.Run("many opens", func(t *testing.T) {
+		// Each program's SIGCHLD reaches the supervisor while it hands
+		// over the next pipe; the supervisor, a child subreaper, leaves
+		// the programs' exit to the portal, which logs it.
+		log := filepath.Join(t.TempDir(), "log")
+		r := mustOK(t, "run", run(t, 60*time.Second, "", "env", "HOME="+home, wirefsBin, "run", "--config", p.config, "--log", log,
+			"--cache-dir", filepath.Join(home, "cache"), "--", python, "-c", `
+import os
+for i in range(300):
+    fd = os.open("/net/echo/%d" % i, os.O_RDONLY)
+    got = os.read(fd, 10)
+    assert got == b"%d" % i, (i, got)
+    os.close(fd)
+print("ok")`))
+		equal(t, "300 opens", r.Stdout, "ok\n")
+		text := readFile(log)
+		if n := strings.Count(text, `msg="portal program exited" portal=/echo`); n != 300 {
+			t.Errorf("%d exits logged, want 300", n)
+		}
+		if strings.Contains(text, "status=<nil>") {
+			t.Errorf("an exit status was lost:\n%s", tail(text, 2000))
+		}
+	})
+
 	t.Run("argv verbatim", func(t *testing.T) {
 		for _, name := range hostileNames {
 			r := mustOK(t, "run", runIn(`cat "/net/echo/$1"`, name))

@@ -90,6 +90,7 @@ import (
 
 	fusedoor "wirefs/internal/door/fuse"
 	"wirefs/internal/ns"
+	"wirefs/internal/waited"
 )
 
 // Options configure Run.
@@ -315,39 +316,39 @@ func (c *command) wait() int {
 
 // reap waits for children (orphans included, as the child subreaper)
 // whenever SIGCHLD arrives, and sends the command's status on exited.
+// Children whose starter waits for them itself (package waited: exec
+// portals' programs) are left to it; once it has reaped one, the others
+// are looked at again.
 func reap(pid int, ptraceMu *sync.Mutex, sigchld <-chan os.Signal, exited chan<- int) {
 	for {
 		ptraceMu.Lock()
 		for {
-			var ws syscall.WaitStatus
-			wpid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG|0x40000000 /* __WALL */, nil)
-			if err == syscall.EINTR {
-				continue
-			}
+			wpid, err := waited.Exited()
 			if err != nil {
 				ptraceMu.Unlock()
 				exited <- 255
 				return
 			}
-			if wpid <= 0 {
+			if wpid == 0 {
 				break
 			}
-			if wpid != pid {
+			var ws syscall.WaitStatus
+			if _, err := syscall.Wait4(wpid, &ws, syscall.WNOHANG|0x40000000 /* __WALL */, nil); err != nil || wpid != pid {
 				continue
 			}
-			switch {
-			case ws.Exited():
-				exited <- ws.ExitStatus()
-			case ws.Signaled():
+			if ws.Signaled() {
 				exited <- 128 + int(ws.Signal())
-			default:
-				continue
+			} else {
+				exited <- ws.ExitStatus()
 			}
 			ptraceMu.Unlock()
 			return
 		}
 		ptraceMu.Unlock()
-		<-sigchld
+		select {
+		case <-sigchld:
+		case <-waited.Released():
+		}
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"wirefs/internal/config"
 	"wirefs/internal/ns"
+	"wirefs/internal/waited"
 )
 
 // Grace is how long a portal's program has between SIGTERM (its opener
@@ -261,7 +262,12 @@ func (r *program) start() error {
 		return err
 	}
 	r.cmd.Stderr = errW
-	err = r.cmd.Start()
+	err = waited.Start(func() (int, error) {
+		if err := r.cmd.Start(); err != nil {
+			return 0, err
+		}
+		return r.cmd.Process.Pid, nil
+	})
 	errW.Close()
 	if err != nil {
 		errR.Close()
@@ -298,6 +304,7 @@ func (r *program) wait(stderr *os.File) {
 		}
 	}
 	err := r.cmd.Wait()
+	waited.Reaped(r.cmd.Process.Pid)
 	r.p.mu.Lock()
 	delete(r.p.running, r)
 	r.p.mu.Unlock()
