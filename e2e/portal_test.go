@@ -25,6 +25,7 @@ type portals struct {
 	config    string
 	dir       string // scratch, searchable by nobody
 	echo      *Peer  // TCP echo server
+	udpEcho   *Peer  // UDP peer answering "echo:" + data
 	closed    int    // a port nothing listens on
 	stuck     int    // a port whose listen backlog is full: connect hangs
 	fifo      string
@@ -38,7 +39,8 @@ type portals struct {
 // newPortals writes the mounts file (portal lines among ordinary lines).
 func newPortals(t *testing.T) *portals {
 	t.Helper()
-	p := &portals{dir: t.TempDir(), echo: tcpServer(t, "127.0.0.1", freePort(t), "echo"), closed: freePort(t)}
+	p := &portals{dir: t.TempDir(), echo: tcpServer(t, "127.0.0.1", freePort(t), "echo"), closed: freePort(t),
+		udpEcho: udpPeer(t, "127.0.0.1", 0, true)}
 	os.Chmod(p.dir, 0o755)
 	os.Chmod(filepath.Dir(p.dir), 0o755) // the test's temporary directory: nobody searches it
 	p.stuck = fullBacklog(t)
@@ -89,8 +91,9 @@ portal slow/    exec  sh -c 'cat "$1" >/dev/null; printf %%%%s "$2"' sh %[3]s %%
 portal db       tcp   127.0.0.1:%[4]d
 portal refused  tcp   127.0.0.1:%[5]d
 portal stuck    tcp   127.0.0.1:%[6]d
+portal dgram    udp   127.0.0.1:%[8]d
 portal logs/    fs    %[7]s
-`, p.sortOut, sshConfig, p.fifo, p.echo.Port, p.closed, p.stuck, p.fsRoot), 0o644)
+`, p.sortOut, sshConfig, p.fifo, p.echo.Port, p.closed, p.stuck, p.fsRoot, p.udpEcho.Port), 0o644)
 	return p
 }
 
@@ -202,6 +205,8 @@ os.close(fd)
 	t.Run("tcp alias", func(t *testing.T) {
 		r := mustOK(t, "db", bash(t, m, 10*time.Second, `exec 3<>"$M/db"; echo hello >&3; head -1 <&3`))
 		equal(t, "echo through /db", r.Stdout, "hello\n")
+		r = mustOK(t, "dgram", bash(t, m, 10*time.Second, `exec 3<>"$M/dgram"; printf ping >&3; head -c 9 <&3`))
+		equal(t, "a datagram through /dgram", r.Stdout, "echo:ping")
 		// The same errno and message as tcp/ gives for the name.
 		const openErr = `
 import os, sys
