@@ -509,5 +509,10 @@ func TestPortalBadLines(t *testing.T) {
 		if !strings.Contains(r.Stderr, cfg+": "+tc.want) {
 			t.Errorf("%q: %s\nwant %s: %s", tc.line, r, cfg, tc.want)
 		}
+		// wirefs run reads the same file the same way.
+		r = run(t, 20*time.Second, "", wirefsBin, "run", "--config", cfg, "--cache-dir", filepath.Join(dir, "cache"), "--", "true")
+		if r.Code == 0 || !strings.Contains(r.Stderr, cfg+": "+tc.want) {
+			t.Errorf("run, %q: %s\nwant %s: %s", tc.line, r, cfg, tc.want)
+		}
 	}
 }
