@@ -402,6 +402,16 @@ print("ok")`))
 		}
 	})
 
+	t.Run("a daemon that is not root", func(t *testing.T) {
+		needNobody(t)
+		// wirefs run as nobody: its portals run as nobody, the daemon's
+		// own user, and open what nobody may open.
+		tmp := sharedDir(t, 0o1777)
+		env := []string{"HOME=" + tmp, "PATH=/usr/bin:/bin", "TMPDIR=" + tmp, "W=" + wirefsBin, "CFG=" + p.config}
+		r := asNobody(t, env, `"$W" run --config "$CFG" -- bash -c 'cat /net/id; cat /net/logs/public; cat /net/logs/secret 2>&1 | sed "s/.*: //"'`)
+		equal(t, "as nobody", r.Stdout, "65534\n65534\npublic\nPermission denied\n")
+	})
+
 	t.Run("argv verbatim", func(t *testing.T) {
 		for _, name := range hostileNames {
 			r := mustOK(t, "run", runIn(`cat "/net/echo/$1"`, name))

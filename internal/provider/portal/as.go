@@ -20,14 +20,14 @@ import (
 // runs with the opener's credentials. (Go starts new threads from a
 // clean template thread while a thread is locked, so none inherits them.)
 //
-// A daemon that is not root acts only as itself: for the daemon's own
-// identity fn runs as it is, anyone else is refused (EACCES).
+// When the daemon need not switch (mustSwitch), fn runs as it is.
 func as(id identity, fn func() error) error {
-	if daemonIs(id) {
-		return fn()
+	switching, err := mustSwitch(id)
+	if err != nil {
+		return err
 	}
-	if !canBecome() {
-		return errNotAs(id)
+	if !switching {
+		return fn()
 	}
 	runtime.LockOSThread()
 	own, err := threadGroups()

@@ -137,11 +137,12 @@ func (f *execFile) Attr(context.Context) (ns.Attr, error) {
 // program that starts after all is stopped as if its opener had closed.
 func (f *execFile) Open(ctx context.Context, c ns.Caller, flags int) (ns.Handle, error) {
 	id := opener(c)
+	switching, err := mustSwitch(id)
+	if err != nil {
+		return nil, err
+	}
 	var cred *syscall.Credential
-	if !daemonIs(id) {
-		if !canBecome() {
-			return nil, errNotAs(id)
-		}
+	if switching {
 		cred = &syscall.Credential{Uid: id.uid, Gid: id.gid, Groups: id.groups}
 	}
 	argv := f.line.Argv(f.name)

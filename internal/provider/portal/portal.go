@@ -78,8 +78,23 @@ func statusField(status []byte, name string, i int) string {
 	return string(f[i])
 }
 
-// daemonIs reports whether the daemon already is id (same uid, gid and
-// groups), so it may act without changing credentials.
+// mustSwitch reports whether acting as id needs the daemon to switch
+// credentials: not when the daemon is id (same uid, gid and groups), nor
+// when the daemon is not root and id is its own user, whatever id's
+// groups (it could not take other groups, and a user gains nothing from
+// acting as their own process). A daemon that is not root refuses every
+// other user (EACCES).
+func mustSwitch(id identity) (bool, error) {
+	if os.Geteuid() != 0 {
+		if uint32(os.Geteuid()) != id.uid {
+			return false, ns.Errorf(syscall.EACCES, "the daemon runs as uid %d and cannot act as uid %d (run it as root to serve other users)", os.Geteuid(), id.uid)
+		}
+		return false, nil
+	}
+	return !daemonIs(id), nil
+}
+
+// daemonIs reports whether the daemon is id: same uid, gid and groups.
 func daemonIs(id identity) bool {
 	if uint32(os.Geteuid()) != id.uid || uint32(os.Getegid()) != id.gid {
 		return false
@@ -95,16 +110,6 @@ func daemonIs(id identity) bool {
 	slices.Sort(own)
 	want := slices.Sorted(slices.Values(id.groups))
 	return slices.Equal(slices.Compact(own), slices.Compact(want))
-}
-
-// canBecome reports whether the daemon may act as another identity: it
-// runs as root. A daemon that is not root acts only for openers who are
-// the daemon's own user (daemonIs), and refuses everyone else.
-func canBecome() bool { return os.Geteuid() == 0 }
-
-// errNotAs is the refusal of a daemon that cannot act as the opener.
-func errNotAs(id identity) error {
-	return ns.Errorf(syscall.EACCES, "the daemon runs as uid %d and cannot act as uid %d (run it as root to serve other users)", os.Geteuid(), id.uid)
 }
 
 // stream is a portal's end of a pipe or socketpair: a kernel object the
