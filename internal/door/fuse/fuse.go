@@ -15,6 +15,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 
 	"wirefs/internal/ns"
 )
@@ -59,6 +60,7 @@ func Mount(dir string, n *ns.Namespace, o Options) (*Server, error) {
 			// 8 MiB bounds the buffer each request reader keeps.
 			MaxWrite:    8 << 20,
 			DirectMount: true, // mount(2) as root, fusermount3 otherwise
+			EnablePoll:  true, // stream files report readiness (poll.go)
 			Debug:       o.DebugFUSE,
 			Options:     permissionChecks(o.AllowOther),
 		},
@@ -577,6 +579,7 @@ type handle struct {
 	io        ioMode
 	fd        int
 	appending bool // O_APPEND: direct I/O, and readers' pages dropped after each write
+	poll      pollState
 }
 
 var (
@@ -666,6 +669,9 @@ func passthroughFd(h ns.Handle) (int, bool) {
 }
 
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if h.wouldBlock(ctx, unix.POLLIN) {
+		return nil, syscall.EAGAIN
+	}
 	var n int
 	var err error
 	switch r := h.h.(type) {
@@ -683,6 +689,9 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 }
 
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if h.wouldBlock(ctx, unix.POLLOUT) {
+		return 0, syscall.EAGAIN
+	}
 	var n int
 	var err error
 	switch w := h.h.(type) {

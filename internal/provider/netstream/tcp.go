@@ -8,8 +8,11 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"wirefs/internal/ns"
 )
@@ -141,6 +144,12 @@ type tcpListener struct {
 	done    chan struct{}
 	once    sync.Once
 	untrack func()
+
+	// waiting: a client is accepted and waits in ready; wakes are the
+	// pollers to wake when one does (Poll).
+	mu      sync.Mutex
+	waiting bool
+	wakes   []func()
 }
 
 // listenTCP binds and returns the handle of the server file.
@@ -185,13 +194,44 @@ func (l *tcpListener) acceptLoop() {
 			}
 			continue
 		}
+		l.setWaiting(true)
 		select {
 		case l.ready <- c:
+			l.setWaiting(false)
 		case <-l.done:
 			c.Close()
 			return
 		}
 	}
+}
+
+// setWaiting records whether a client waits, and wakes pollers when one
+// starts to.
+func (l *tcpListener) setWaiting(w bool) {
+	l.mu.Lock()
+	l.waiting = w
+	var wakes []func()
+	if w {
+		wakes, l.wakes = l.wakes, nil
+	}
+	l.mu.Unlock()
+	for _, wake := range wakes {
+		wake()
+	}
+}
+
+// poll: a read or write of the server file returns at once (it accepts)
+// when a client waits.
+func (l *tcpListener) poll(want uint32, wake func()) uint32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.waiting {
+		return want & (unix.POLLIN | unix.POLLOUT)
+	}
+	if wake != nil {
+		l.wakes = append(l.wakes, wake)
+	}
+	return 0
 }
 
 // accept waits for the next client.
@@ -246,6 +286,16 @@ type headerFirst struct {
 	header []byte
 }
 
+func (h *headerFirst) Poll(want uint32, wake func()) uint32 {
+	h.mu.Lock()
+	held := len(h.header) > 0
+	h.mu.Unlock()
+	if held && want&unix.POLLIN != 0 {
+		return want & (unix.POLLIN | unix.POLLOUT)
+	}
+	return ns.Poll(h.Handle, want, wake)
+}
+
 func (h *headerFirst) Read(ctx context.Context, p []byte) (int, error) {
 	h.mu.Lock()
 	if len(h.header) > 0 {
@@ -271,6 +321,9 @@ type tcpServerHandle struct {
 	caller   ns.Caller
 	g        gate
 	conn     ns.Handle // the accepted client, once there is one
+	// accepted is conn for Poll, which must not wait for g (a read
+	// holds it while it waits for a client).
+	accepted atomic.Pointer[ns.Handle]
 }
 
 func (h *tcpServerHandle) client(ctx context.Context) (ns.Handle, error) {
@@ -284,8 +337,17 @@ func (h *tcpServerHandle) client(ctx context.Context) (ns.Handle, error) {
 			return nil, err
 		}
 		h.conn = h.l.p.acceptedHandle(c, h.name, h.explicit, h.caller)
+		conn := h.conn
+		h.accepted.Store(&conn)
 	}
 	return h.conn, nil
+}
+
+func (h *tcpServerHandle) Poll(want uint32, wake func()) uint32 {
+	if c := h.accepted.Load(); c != nil {
+		return ns.Poll(*c, want, wake)
+	}
+	return h.l.poll(want, wake)
 }
 
 func (h *tcpServerHandle) Read(ctx context.Context, p []byte) (int, error) {

@@ -10,7 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"wirefs/internal/ns"
 )
@@ -95,6 +98,7 @@ type recordReader struct {
 	g       gate
 	buf     []byte
 	pending []byte
+	held    atomic.Bool // len(pending) > 0, for Poll, which must not wait for g
 }
 
 func newRecordReader() *recordReader { return &recordReader{g: newGate()} }
@@ -117,7 +121,17 @@ func (r *recordReader) read(ctx context.Context, p []byte, next func(ctx context
 	}
 	n := copy(p, r.pending)
 	r.pending = r.pending[n:]
+	r.held.Store(len(r.pending) > 0)
 	return n, nil
+}
+
+// poll is the readiness of a record reader on conn: a read returns at
+// once while part of a record is held.
+func (r *recordReader) poll(conn *net.UDPConn, want uint32, wake func()) uint32 {
+	if want&unix.POLLIN != 0 && r.held.Load() {
+		return want & (unix.POLLIN | unix.POLLOUT)
+	}
+	return ns.PollConn(conn, want, wake)
 }
 
 // recvInto reads one non-empty datagram into buf[headerRoom:]. Empty
@@ -148,6 +162,8 @@ type udpClient struct {
 	r       *recordReader
 	untrack func()
 }
+
+func (u *udpClient) Poll(want uint32, wake func()) uint32 { return u.r.poll(u.conn, want, wake) }
 
 func (u *udpClient) Read(ctx context.Context, p []byte) (int, error) {
 	return u.r.read(ctx, p, func(ctx context.Context, buf []byte) ([]byte, error) {
@@ -216,6 +232,10 @@ type udpServerHandle struct {
 	w        recordWriter
 }
 
+func (h *udpServerHandle) Poll(want uint32, wake func()) uint32 {
+	return h.r.poll(h.s.conn, want, wake)
+}
+
 func (h *udpServerHandle) Read(ctx context.Context, p []byte) (int, error) {
 	return h.r.read(ctx, p, func(ctx context.Context, buf []byte) ([]byte, error) {
 		d, from, err := recvInto(ctx, h.s.conn, buf)
@@ -270,6 +290,13 @@ type udpChannel struct {
 	s       *udpServer
 	dest    netip.AddrPort
 	untrack func()
+}
+
+func (u *udpChannel) Poll(want uint32, wake func()) uint32 {
+	if want&unix.POLLIN != 0 { // a read fails at once: the channel is write-only
+		return unix.POLLIN | ns.PollConn(u.s.conn, want&^unix.POLLIN, nil)
+	}
+	return ns.PollConn(u.s.conn, want, wake)
 }
 
 func (u *udpChannel) Read(context.Context, []byte) (int, error) {
