@@ -76,8 +76,9 @@ func pollFD(fd int, want uint32, wake func()) uint32 {
 }
 
 // watcher wakes pollers when descriptors become ready: one epoll set for
-// the process, each descriptor armed once (EPOLLONESHOT) per wait. Its
-// goroutine runs only while some descriptor is watched.
+// the process, each descriptor armed once (EPOLLONESHOT) per wait. It
+// exists (a goroutine, an epoll descriptor) only while some descriptor is
+// watched.
 var watcher = &fdWatcher{wakes: map[int]watch{}}
 
 type fdWatcher struct {
@@ -119,7 +120,7 @@ func (w *fdWatcher) watch(fd int, want uint32, wake func()) error {
 	w.wakes[fd] = watch{uint32(ev), wake}
 	if !w.running {
 		w.running = true
-		go w.run()
+		go w.run(w.epfd)
 	}
 	return nil
 }
@@ -135,10 +136,10 @@ func (w *fdWatcher) arm(fd int, events uint32) error {
 	return err
 }
 
-func (w *fdWatcher) run() {
+func (w *fdWatcher) run(epfd int) {
 	events := make([]unix.EpollEvent, 64)
 	for {
-		n, err := unix.EpollWait(w.epfd, events, int(pruneEvery/time.Millisecond))
+		n, err := unix.EpollWait(epfd, events, int(pruneEvery/time.Millisecond))
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			n = 0
 		}
@@ -156,6 +157,8 @@ func (w *fdWatcher) run() {
 		stop := len(w.wakes) == 0
 		if stop {
 			w.running = false
+			unix.Close(w.epfd)
+			w.epfd = 0
 		}
 		w.mu.Unlock()
 		for _, wake := range fire {
