@@ -32,6 +32,10 @@ type Caller struct {
 	ReleaseLag time.Duration
 }
 
+// NobodyID is the uid and gid of a caller a door cannot identify: the
+// overflow id, nobody's rights, never root's.
+const NobodyID = 65534
+
 // HoldsHandle is c.Holds(h), false when the door cannot tell.
 func (c Caller) HoldsHandle(h Handle) bool { return c.Holds != nil && c.Holds(h) }
 

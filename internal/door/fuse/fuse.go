@@ -485,7 +485,9 @@ const ReleaseLag = 500 * time.Millisecond
 func (d *door) caller(ctx context.Context) ns.Caller {
 	c, ok := fuse.FromContext(ctx)
 	if !ok {
-		return ns.Caller{ReleaseLag: ReleaseLag}
+		// Never for a kernel request; if it ever were, the caller
+		// gets no one's rights rather than root's (uid 0).
+		return ns.Caller{Uid: ns.NobodyID, Gid: ns.NobodyID, ReleaseLag: ReleaseLag}
 	}
 	pid := c.Pid
 	return ns.Caller{Pid: pid, Uid: c.Uid, Gid: c.Gid, ReleaseLag: ReleaseLag,
