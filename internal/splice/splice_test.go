@@ -540,3 +540,36 @@ func TestPeerResetSendfile(t *testing.T) {
 	out.Close()
 	base.Check(t)
 }
+
+// Cancellation stops an unpaced sendfile blocked on a receiver that
+// reads nothing (it waits inside the call: kernelWait bounds each wait),
+// and the socket is left as it was: non-blocking.
+func TestCancelSendfile(t *testing.T) {
+	base := leakcheck.Take(t)
+	f := tempFile(t, make([]byte, 64<<20))
+	out, outPeer := tcpPair(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	st := NewStats()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Copy(ctx, end(t, "file", f), end(t, "tcp/out", out), Options{Stats: st})
+		done <- err
+	}()
+	// 64 MiB never fit in the socket buffers: whenever this lands, the
+	// transfer is (or will be) waiting in sendfile.
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if st.Bytes() >= 64<<20 {
+		t.Fatal("everything was sent to a receiver that reads nothing")
+	}
+	out.SetReadDeadline(time.Now())
+	if _, err := out.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read after the transfer: %v; want the deadline to work (socket non-blocking again)", err)
+	}
+	f.Close()
+	out.Close()
+	outPeer.Close()
+	base.Check(t)
+}

@@ -198,10 +198,32 @@ func fast(ctx context.Context, name string, src, dst *End, o Options,
 }
 
 func sendfile(ctx context.Context, src, dst *End, o Options) (int64, error, bool) {
+	inKernel := false
+	if o.Pacer == nil {
+		if restore, err := dst.waitInKernel(); err == nil {
+			inKernel = true
+			defer restore()
+		}
+	}
 	return fast(ctx, "sendfile", src, dst, o, func(max int) (int, error) {
 		var n int
 		var serr, werr error
 		cerr := src.rc.Control(func(sfd uintptr) {
+			if inKernel {
+				werr = dst.rc.Control(func(dfd uintptr) {
+					for {
+						off := src.off
+						n, serr = unix.Sendfile(int(dfd), int(sfd), &off, max)
+						if serr == unix.EAGAIN && ctx.Err() == nil {
+							continue // the send timeout: a look at ctx
+						}
+						if serr != unix.EINTR {
+							break
+						}
+					}
+				})
+				return
+			}
 			werr = dst.rc.Write(func(dfd uintptr) bool {
 				for {
 					off := src.off
