@@ -1,13 +1,15 @@
 package netstream
 
 import (
-	"bufio"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"wirefs/internal/ns"
+	"wirefs/internal/procstatus"
 )
 
 // mayBind refuses, with the EACCES the kernel would give, to bind a
@@ -39,9 +41,6 @@ func unprivilegedPortStart() int {
 	return n
 }
 
-// capNetBindService is CAP_NET_BIND_SERVICE's bit in /proc/PID/status.
-const capNetBindService = 10
-
 // canBindPrivileged reports whether process pid has CAP_NET_BIND_SERVICE
 // in its effective set, in the daemon's user namespace (a capability of
 // another user namespace does not count for the daemon's network).
@@ -55,17 +54,6 @@ func canBindPrivileged(pid uint32) bool {
 	if err1 != nil || err2 != nil || theirs != ours {
 		return false
 	}
-	f, err := os.Open(proc + "/status")
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if hex, ok := strings.CutPrefix(sc.Text(), "CapEff:"); ok {
-			caps, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
-			return err == nil && caps&(1<<capNetBindService) != 0
-		}
-	}
-	return false
+	s, err := procstatus.Read(pid)
+	return err == nil && s.HasCap(unix.CAP_NET_BIND_SERVICE)
 }

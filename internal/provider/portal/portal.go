@@ -9,16 +9,15 @@
 package portal
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"syscall"
 
 	"wirefs/internal/ns"
+	"wirefs/internal/procstatus"
 )
 
 // identity is who an opener is: what a program runs as and what files
@@ -39,43 +38,18 @@ func opener(c ns.Caller) identity {
 	if c.Pid == 0 {
 		return id
 	}
-	status, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(c.Pid), 10) + "/status")
+	s, err := procstatus.Read(c.Pid)
 	if err != nil {
 		return id
 	}
-	if statusField(status, "Uid", 3) != strconv.FormatUint(uint64(c.Uid), 10) ||
-		statusField(status, "Gid", 3) != strconv.FormatUint(uint64(c.Gid), 10) {
+	if fsuid, ok := s.ID("Uid", 3); !ok || fsuid != c.Uid {
 		return id
 	}
-	for _, g := range bytes.Fields(statusLine(status, "Groups")) {
-		if v, err := strconv.ParseUint(string(g), 10, 32); err == nil {
-			id.groups = append(id.groups, uint32(v))
-		}
+	if fsgid, ok := s.ID("Gid", 3); !ok || fsgid != c.Gid {
+		return id
 	}
+	id.groups = s.Groups()
 	return id
-}
-
-// statusLine is the value of a "Name:\t..." line of /proc/PID/status.
-func statusLine(status []byte, name string) []byte {
-	i := bytes.Index(status, []byte("\n"+name+":"))
-	if i < 0 {
-		return nil
-	}
-	line := status[i+len(name)+2:]
-	if j := bytes.IndexByte(line, '\n'); j >= 0 {
-		line = line[:j]
-	}
-	return line
-}
-
-// statusField is the i-th word of a status line ("Uid": real, effective,
-// saved, filesystem).
-func statusField(status []byte, name string, i int) string {
-	f := bytes.Fields(statusLine(status, name))
-	if i >= len(f) {
-		return ""
-	}
-	return string(f[i])
 }
 
 // mustSwitch reports whether acting as id needs the daemon to switch

@@ -5,11 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 
 	"wirefs/internal/ns"
+	"wirefs/internal/procstatus"
 )
 
 // A group is one cgroup of wirefs's subtree: the processes attached to
@@ -185,20 +185,15 @@ func (p *Provider) attach(pid int, ifc *iface, v *VIF) error {
 
 // processOwner is the real uid of pid.
 func processOwner(pid int) (uint32, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	s, err := procstatus.Read(uint32(pid))
 	if err != nil {
 		return 0, ns.Errorf(syscall.ENOENT, "no process %d", pid)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Uid:"); ok {
-			f := strings.Fields(v)
-			if len(f) > 0 {
-				u, err := strconv.ParseUint(f[0], 10, 32)
-				return uint32(u), err
-			}
-		}
+	uid, ok := s.ID("Uid", 0)
+	if !ok {
+		return 0, ns.Errorf(syscall.ENOENT, "no process %d", pid)
 	}
-	return 0, ns.Errorf(syscall.ENOENT, "no process %d", pid)
+	return uid, nil
 }
 
 // may says whether c has the access want (4 read, 2 write, 1 search)

@@ -21,15 +21,17 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
 
 	"wirefs/internal/ns"
+	"wirefs/internal/procstatus"
 )
 
 // Options configure the provider.
@@ -90,17 +92,8 @@ func New(o Options) *Provider {
 }
 
 func hasCapNetAdmin() bool {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
-			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			return err == nil && caps&(1<<12) != 0 // CAP_NET_ADMIN
-		}
-	}
-	return false
+	s, err := procstatus.Read(0)
+	return err == nil && s.HasCap(unix.CAP_NET_ADMIN)
 }
 
 func (p *Provider) start() error {
