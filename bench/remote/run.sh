@@ -33,8 +33,10 @@
 # on read-only http the build goes to local disk).
 #
 # Cells are seconds (lower is better); "peer/wirefs" > 1 means wirefs is
-# faster. The server's files stay in the machine's page cache (we do not
-# drop it: the machine is shared), so "cold" means a cold client.
+# faster. Before the clock starts, every system has logged in (an untimed
+# stat of the served directory: sshfs connects at mount, the others at
+# first use). The server's files stay in the machine's page cache (we do
+# not drop it: the machine is shared), so "cold" means a cold client.
 #
 # Needs root (vsftpd chroots, diod, FUSE mounts), go, cc, make, sshd,
 # vsftpd, nginx, sshfs, rclone, httpdirfs, fusermount3, unshare; diod for
@@ -206,35 +208,39 @@ chown -R ftp:ftp "$SRV"/*
 for d in "$OUT" "$ROOT/bench/out" "$ROOT/bench" "$ROOT" "$(dirname "$ROOT")"; do chmod o+x "$d"; done
 
 # ---- ports ----
-USED_PORTS=""
+# take_port VAR, take_range VAR N: a free port (N consecutive ones) into
+# VAR, never one handed out before in this run; below the ephemeral range
+# (32768-60999), where other processes' connections could take it between
+# the check and the bind
+USED_PORTS=" "
 port_free() { # PORT
-	case " $USED_PORTS " in *" $1 "*) return 1 ;; esac
+	case "$USED_PORTS" in *" $1 "*) return 1 ;; esac
 	! ss -Htan | awk '{ print $4 }' | grep -q ":$1\$"
 }
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 30000))
-		port_free "$p" && { USED_PORTS="$USED_PORTS $p"; echo "$p"; return; }
-	done
-}
-free_range() { # N: N consecutive free ports, prints the first
+take_range() {
 	local p i ok
 	while :; do
-		p=$((20000 + RANDOM % 30000)); ok=1
-		for ((i = 0; i < $1; i++)); do port_free $((p + i)) || { ok=0; break; }; done
-		[ $ok = 1 ] && { for ((i = 0; i < $1; i++)); do USED_PORTS="$USED_PORTS $((p + i))"; done; echo "$p"; return; }
+		p=$((20000 + RANDOM % 12000)); ok=1
+		for ((i = 0; i < $2; i++)); do port_free $((p + i)) || { ok=0; break; }; done
+		if [ $ok = 1 ]; then
+			for ((i = 0; i < $2; i++)); do USED_PORTS="$USED_PORTS$((p + i)) "; done
+			printf -v "$1" '%s' "$p"
+			return
+		fi
 	done
 }
+take_port() { take_range "$1" 1; }
 # Per RTT, the ports a client uses: at 0 ms the servers' own, otherwise
 # those of the proxy of that RTT. S0, H0, N0: sshd, nginx, diod.
 declare -A PS PH PF P9 PASV
-S0=$(free_port) H0=$(free_port) N0=$(free_port)
+take_port S0; take_port H0; take_port N0
 for r in $RTTS; do
 	if [ "$r" = 0 ]; then
-		PS[0]=$S0 PH[0]=$H0 P9[0]=$N0 PF[0]=$(free_port)
+		PS[0]=$S0 PH[0]=$H0 P9[0]=$N0
+		take_port port; PF[0]=$port
 	else
-		PS[$r]=$(free_port) PH[$r]=$(free_port) PF[$r]=$(free_port) P9[$r]=$(free_port) PASV[$r]=$(free_range $PASV_N)
+		for v in PS PH PF P9; do take_port port; eval "$v[$r]=$port"; done
+		take_range port $PASV_N; PASV[$r]=$port
 	fi
 done
 
@@ -260,7 +266,10 @@ cp "$HOMED/.ssh/id_ed25519.pub" "$RUN/authorized_keys"
 # sftp-server -l VERBOSE logs every open and opendir (to its stderr,
 # which the user's shell sends to a file): the cost table's count of SFTP
 # requests
-SFTP_SERVER=$(ls /usr/lib/openssh/sftp-server /usr/lib/sftp-server /usr/libexec/sftp-server 2>/dev/null | head -1)
+SFTP_SERVER=""
+for f in /usr/lib/openssh/sftp-server /usr/lib/sftp-server /usr/libexec/sftp-server; do
+	[ -x "$f" ] && { SFTP_SERVER=$f; break; }
+done
 [ -n "$SFTP_SERVER" ] || { echo "run.sh: OpenSSH's sftp-server is missing" >&2; exit 1; }
 cat >"$RUN/sshd_config" <<EOF
 ListenAddress 127.0.0.1:$S0
@@ -351,10 +360,8 @@ pasv_max_port=$((PASV[$r] + PASV_N - 1))" >"$RUN/vsftpd$r.conf"
 done
 
 # ---- nginx ----
-# absolute_redirect off: nginx answers GET /dir with a redirect to /dir/
-# that names its own port, which behind a proxy is another origin; wirefs
-# refuses that until issue 13's item 2 (another change) lands, rclone and
-# httpdirfs follow it. A relative redirect measures every client alike.
+# As configured out of the box: GET /dir redirects to /dir/ on nginx's own
+# port, which behind a proxy is another origin (issue 13's item 2).
 mkdir -p "$RUN/nginx"
 cat >"$RUN/nginx/nginx.conf" <<EOF
 master_process off;
@@ -372,7 +379,6 @@ http {
 	default_type application/octet-stream;
 	sendfile on;
 	keepalive_requests 100000;
-	absolute_redirect off;
 	server {
 		listen 127.0.0.1:$H0;
 		root $SRV;
@@ -548,12 +554,16 @@ COPY_OUT=$OUT/localw/copy
 export -f op_lsR op_grep op_big op_small op_write a_copy a_scan a_read a_make a_make_out
 export BIG_MB SRV COPY_OUT
 
+# connect: untimed, a stat of the served directory, so that every system
+# has logged in before the clock starts (sshfs does at mount; wirefs and
+# rclone at first use): cold rows measure an empty cache, not the login
+connect() { timeout -k 5 "$TMO" stat "$BASE" >/dev/null 2>>"$RUN/errors.log" || true; }
 # bench_sys RTT PROTO SYS RUN: every row for one system, cold rows on a
 # fresh mount
 bench_sys() {
 	local rtt=$1 proto=$2 sys=$3 run=$4 op w
 	for op in $OPS; do
-		if [ "$sys" = local ]; then BASE=$SRV; else mount_sys "$sys" "$proto" "$rtt"; fi
+		if [ "$sys" = local ]; then BASE=$SRV; else mount_sys "$sys" "$proto" "$rtt"; connect; fi
 		w=w/$sys-$proto-$rtt-$run
 		case $op in
 		lsR | grep | big | small)
@@ -663,6 +673,7 @@ if [ "$COST" = 1 ]; then
 				opts=""
 				[ "$sys" = wirefs-nopf ] && opts=prefetch_requests=0
 				mount_sys "$sys" "$proto" "$COST_RTT" "$opts"
+				connect
 				log "cost: $COST_RTT ms, $proto $op: $sys"
 				r0=$(server_requests "$proto" "$COST_RTT"); b0=$(proxy_down "$COST_RTT" "$proto")
 				timed "$COST_RTT" "$proto" "cost.$op" "$sys" 1 bash -c "op_$op \"\$1\"" _ "$BASE"
@@ -759,7 +770,8 @@ if [ -s "$COSTS" ]; then
 fi
 echo
 echo "Seconds, median of $RUNS run(s) per cell; peer/wirefs > 1 means wirefs is faster; wirefs/local <= 1.25 is the"
-echo "target on warm rows. Cold: a fresh mount with an empty cache for that row (the server's own page cache stays warm)."
+echo "target on warm rows. Cold: a fresh mount with an empty cache for that row, logged in (an untimed stat of the served"
+echo "directory) before the clock starts; the server's own page cache stays warm."
 echo "Local disk: the same command on the served directory itself (page cache warm: a warm-up run first); its write is"
 echo "dd to a local file without fsync. rclone: mount with $RCLONE_OPTS. sshfs $(sshfs --version 2>&1 | awk '/SSHFS/ { print $3 }'),"
 echo "rclone $(rclone version 2>/dev/null | awk 'NR == 1 { print $2 }'), httpdirfs $(httpdirfs --version 2>&1 | awk '/HTTPDirFS/ { print $3 }') with --cache; wirefs with defaults."

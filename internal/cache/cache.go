@@ -65,7 +65,8 @@ const (
 
 	maxReadAhead       = 8 << 20          // read-ahead doubles on sequential misses up to this
 	minFetch           = 128 << 10        // a miss fetches at least this much
-	readAheadPerServer = 2                // concurrent read-ahead fetches per server
+	readAheadPerServer = 6                // concurrent read-ahead fetches per server
+	readAheadDepth     = 4                // windows a sequential reader may have in flight
 	closeFlushTimeout  = 30 * time.Second // how long Close waits for write-backs
 	firstRetry         = 500 * time.Millisecond
 	maxRetry           = 5 * time.Minute

@@ -162,13 +162,15 @@ func TestConcurrentReadersShareOneFetch(t *testing.T) {
 func TestReadAheadLeavesRoomForMetadata(t *testing.T) {
 	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)
-	for i := range 4 {
+	// More readers than read-ahead slots.
+	readers := readAheadPerServer + 2
+	for i := range readers {
 		b.put(t, fmt.Sprintf("/bulk%d", i), pattern(4<<20))
 	}
 	b.put(t, "/dir/small", []byte("s"))
 	root := c.Root("local://meta", b, Options{})
 	var handles []ns.Handle
-	for i := range 4 {
+	for i := range readers {
 		handles = append(handles, openNode(t, lookup(t, root, fmt.Sprintf("bulk%d", i)), os.O_RDONLY))
 	}
 	b.stall = make(chan struct{})
@@ -180,7 +182,7 @@ func TestReadAheadLeavesRoomForMetadata(t *testing.T) {
 			h.(ns.ReaderAt).ReadAt(bg, make([]byte, 4096), 0)
 		}()
 	}
-	waitFor(t, "four stalled fetches", func() bool { return b.n("ReadRange") == 4 })
+	waitFor(t, "the stalled fetches", func() bool { return b.n("ReadRange") == readers })
 	tr := c.trees["local://meta"]
 	if n := len(tr.readAhead); n != readAheadPerServer {
 		t.Fatalf("%d read-aheads in flight, want at most %d", n, readAheadPerServer)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,6 +34,65 @@ type conn struct {
 	sftp        *sftp.Client
 	posixRename bool
 	packet      int // the largest read or write one request carries
+
+	// streams are more SFTP sessions on the same SSH connection, for
+	// large reads: x/crypto/ssh gives every channel a fixed 2 MiB
+	// window, which caps one channel at 2 MiB per round trip (40 MB/s
+	// at 50 ms). Started in the background once c is up (a few round
+	// trips each: a large read made before they are goes through the
+	// main session); closed with c.
+	streamsMu sync.Mutex
+	streams   []*sftp.Client
+	ended     bool // c ended: streams started late are closed at once
+	turn      atomic.Uint32
+}
+
+// Large reads are spread over streamCount SFTP sessions besides the main
+// one; reads of at most smallRead bytes (whole small files) stay on the
+// main session.
+const (
+	streamCount = 4
+	smallRead   = 512 << 10
+)
+
+// readClient returns the SFTP session a read of n bytes (< 0: to the
+// end) goes through.
+func (c *conn) readClient(n int64) *sftp.Client {
+	if n >= 0 && n <= smallRead {
+		return c.sftp
+	}
+	c.streamsMu.Lock()
+	defer c.streamsMu.Unlock()
+	if len(c.streams) == 0 {
+		return c.sftp // not yet, or the server takes one session per connection
+	}
+	return c.streams[int(c.turn.Add(1))%len(c.streams)]
+}
+
+// addStream adds a started session (each costs a few round trips); one
+// the server refused is left out.
+func (c *conn) addStream(cl *sftp.Client, err error) {
+	if err != nil {
+		return
+	}
+	c.streamsMu.Lock()
+	defer c.streamsMu.Unlock()
+	if c.ended {
+		cl.Close()
+		return
+	}
+	c.streams = append(c.streams, cl)
+}
+
+// closeStreams ends the streams, and any started after it (c has ended).
+func (c *conn) closeStreams() {
+	c.streamsMu.Lock()
+	defer c.streamsMu.Unlock()
+	c.ended = true
+	for _, cl := range c.streams {
+		cl.Close()
+	}
+	c.streams = nil
 }
 
 // dial connects, authenticates and starts the SFTP subsystem. ctx ends
@@ -130,10 +190,14 @@ func (b *backend) dial(ctx context.Context) (*conn, error) {
 	b.s.Go(func() {
 		err := c.ssh.Wait()
 		b.s.Drop(c, session.Lost(err))
-		// Ends pkg/sftp's receiving goroutine.
+		// Ends pkg/sftp's receiving goroutines.
 		c.sftp.Close()
+		c.closeStreams()
 		dog.Wait()
 	})
+	for range streamCount {
+		b.s.Go(func() { c.addStream(newClient(c.ssh, c.packet)) })
+	}
 	dog.Probe(func() {
 		dog.Begin()
 		defer dog.End()
@@ -168,18 +232,8 @@ func unreachable(err error) error {
 // large packets, not many small ones, are what fill a long fat pipe:
 // 64 × 32 KiB in flight cap a stream at 2 MiB per round trip.
 func startSFTP(sc *ssh.Client) (*sftp.Client, int, error) {
-	start := func(packet int) (*sftp.Client, error) {
-		return sftp.NewClient(sc,
-			sftp.UseConcurrentReads(true),
-			sftp.UseConcurrentWrites(true),
-			sftp.MaxConcurrentRequestsPerFile(maxRequests),
-			sftp.MaxPacketUnchecked(packet),
-			// Fstat on the open handle: the path may be renamed meanwhile.
-			sftp.UseFstat(true),
-		)
-	}
 	if strings.Contains(string(sc.ServerVersion()), "OpenSSH") {
-		c, err := start(openSSHPacket)
+		c, err := newClient(sc, openSSHPacket)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -188,6 +242,18 @@ func startSFTP(sc *ssh.Client) (*sftp.Client, int, error) {
 		}
 		c.Close() // an OpenSSH older than 8.6: its reads stop at 64 KiB
 	}
-	c, err := start(packetSize)
+	c, err := newClient(sc, packetSize)
 	return c, packetSize, err
+}
+
+// newClient starts an SFTP session on sc with packets of packet bytes.
+func newClient(sc *ssh.Client, packet int) (*sftp.Client, error) {
+	return sftp.NewClient(sc,
+		sftp.UseConcurrentReads(true),
+		sftp.UseConcurrentWrites(true),
+		sftp.MaxConcurrentRequestsPerFile(maxRequests),
+		sftp.MaxPacketUnchecked(packet),
+		// Fstat on the open handle: the path may be renamed meanwhile.
+		sftp.UseFstat(true),
+	)
 }

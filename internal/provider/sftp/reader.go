@@ -23,7 +23,7 @@ const (
 
 func (b *backend) ReadRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
 	return call(ctx, b, "read", p, []string{p}, session.Always, func(c *conn) (io.ReadCloser, error) {
-		f, err := c.sftp.Open(p)
+		f, err := c.readClient(n).Open(p)
 		if err != nil {
 			return nil, err
 		}

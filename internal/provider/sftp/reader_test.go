@@ -16,7 +16,8 @@ import (
 // TestPacketSize: against OpenSSH (which announces limits@openssh.com
 // since 8.6) a connection reads and writes 255 KiB per request, its
 // SFTP_MAX_READ_LENGTH, not 32 KiB; reads across many packets, whole and
-// in ranges that start and end inside packets, come back intact.
+// in ranges that start and end inside packets, come back intact, large
+// ones through sessions of their own.
 func TestPacketSize(t *testing.T) {
 	e := newEnv(t)
 	b := e.dial(t, alias)
@@ -49,6 +50,14 @@ func TestPacketSize(t *testing.T) {
 		if err != nil || !bytes.Equal(got, data[rg[0]:end]) {
 			t.Fatalf("range %v: %d bytes, %v", rg, len(got), err)
 		}
+	}
+	// The large reads went through the extra sessions, each with a
+	// channel window of its own.
+	c.streamsMu.Lock()
+	streams := len(c.streams)
+	c.streamsMu.Unlock()
+	if streams != streamCount {
+		t.Errorf("%d extra SFTP sessions for large reads, want %d", streams, streamCount)
 	}
 	// A write of several packets arrives whole.
 	if err := b.Store(context.Background(), filepath.Join(dir, "g"), bytes.NewReader(data), int64(len(data)), 0o644); err != nil {
