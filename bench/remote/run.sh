@@ -14,9 +14,9 @@
 #   BENCH_SYSTEMS="wirefs sshfs rclone httpdirfs local base"  only some
 #                      systems (each protocol runs those of its peers)
 #   BENCH_OPS="lsR grep big small write andrew"  only some rows
-#   BENCH_BASE=REV     also measure wirefs as committed at REV (column
-#                      "base"; git archive + build): the same run says
-#                      whether a row got slower
+#   BENCH_BASE=REV     also measure wirefs as committed at REV at 0 ms
+#                      (column "base"; git archive + build): the same run
+#                      says whether a row got slower
 #   BENCH_COST=0|1     the prefetch cost table (default 1, quick 0): at the
 #                      first non-zero RTT, server requests and bytes on the
 #                      wire for a cold ls -lR and grep -r, per useful byte
@@ -599,7 +599,8 @@ bench_sys() {
 	done
 }
 
-# systems PROTO: the systems measured on PROTO (among SYSTEMS), wirefs first
+# systems PROTO [RTT]: the systems measured on PROTO (among SYSTEMS),
+# wirefs first; base only at 0 ms (whether a row got slower there)
 systems() {
 	local all s out=""
 	case $1 in
@@ -608,6 +609,7 @@ systems() {
 	http) all="wirefs base httpdirfs rclone" ;;
 	9p) all="wirefs base" ;;
 	esac
+	[ "${2:-0}" = 0 ] || all=${all/base /}
 	for s in $all; do case " $SYSTEMS " in *" $s "*) out="$out $s" ;; esac; done
 	echo $out
 }
@@ -615,7 +617,7 @@ for run in $(seq "$RUNS"); do
 	for rtt in $RTTS; do
 		for proto in $PROTOS; do
 			# a different system first in each run, so none always goes first
-			set -- $(systems "$proto")
+			set -- $(systems "$proto" "$rtt")
 			for ((i = 1; i < run; i++)); do set -- "${@:2}" "$1"; done
 			case " $SYSTEMS " in *" local "*) set -- "$@" local ;; esac
 			for sys in "$@"; do
@@ -666,7 +668,7 @@ content_bytes() { # SYS
 TREE_BYTES=$(find "$SRV/tree" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
 if [ "$COST" = 1 ]; then
 	for proto in $PROTOS; do
-		set -- $(systems "$proto")
+		set -- $(systems "$proto" "$COST_RTT")
 		case " $* " in *" wirefs "*) set -- "$@" wirefs-nopf ;; esac
 		for sys in "$@"; do
 			for op in lsR grep; do
@@ -727,7 +729,7 @@ END {
 	for (i = 1; i <= nt; i++) for (j = 1; j <= np; j++) {
 		p = P[j]
 		peers = (p == "sftp") ? "sshfs rclone" : (p == "ftp") ? "rclone" : (p == "http") ? "httpdirfs rclone" : ""
-		if (base != "") peers = "base " peers
+		if (base != "" && T[i] == 0) peers = "base " peers
 		npe = split(peers, E, " ")
 		printf "\n### %s, %s ms RTT\n\n| operation (seconds) | wirefs |", p, T[i]
 		for (e = 1; e <= npe; e++) printf " %s | %s/wirefs |", E[e], E[e]

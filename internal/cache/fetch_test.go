@@ -81,6 +81,49 @@ func TestSequentialReadAheadGrows(t *testing.T) {
 	}
 }
 
+// TestReadAheadKeepsWindowsInFlight: a sequential reader has several
+// read-ahead windows in flight at once, not one at a time (at 50 ms one
+// request cannot fill the link), and no more than readAheadDepth.
+func TestReadAheadKeepsWindowsInFlight(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	data := pattern(64 << 20)
+	b.put(t, "/big", data)
+	root := c.Root("local://depth", b, Options{})
+	h := openNode(t, lookup(t, root, "big"), os.O_RDONLY)
+	defer h.Close()
+	buf := make([]byte, 128<<10)
+	if _, err := h.(ns.ReaderAt).ReadAt(bg, buf, 0); err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	b.stall = make(chan struct{})
+	b.mu.Unlock()
+	// Reading what the first fetch brought starts the next windows
+	// before the reader gets there (before ReadAt returns).
+	for off := int64(len(buf)); off < DefaultReadAhead; off += int64(len(buf)) {
+		if _, err := h.(ns.ReaderAt).ReadAt(bg, buf, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := h.(*handle).f
+	f.mu.Lock()
+	var ahead []span
+	for _, fe := range f.fetches {
+		if fe.off > 0 {
+			ahead = append(ahead, span{fe.off, fe.end})
+		}
+	}
+	f.mu.Unlock()
+	if len(ahead) != readAheadDepth {
+		t.Errorf("%d read-ahead windows in flight, want %d: %v", len(ahead), readAheadDepth, ahead)
+	}
+	close(b.stall)
+	if got := readAll(t, h); !bytes.Equal(got, data) {
+		t.Fatal("wrong bytes")
+	}
+}
+
 func TestCancelDuringStalledFetch(t *testing.T) {
 	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)

@@ -54,24 +54,15 @@ func (k *kernelHandle) KernelFile() (*os.File, error) { return k.kf, nil }
 func (k *kernelHandle) Unwritable() bool { return k.f.t.w == nil }
 
 // readAhead returns how far a miss at off should read ahead: the window
-// doubles while misses are sequential: at where this handle's last fetch
-// ended, or right after bytes that are present or being fetched (the
-// kernel's own read-ahead sends several reads at once, in any order).
-// Called with f.mu held.
+// doubles while misses are sequential.
 func (h *handle) readAhead(off int64) int64 {
-	f := h.f
-	base := f.t.o.ReadAhead
+	base := h.f.t.o.ReadAhead
 	if base == 0 {
 		return 0
 	}
-	follows := false
-	if off > 0 {
-		_, missing := f.present.gap(off-1, off)
-		follows = !missing || f.fetchAt(off-1) != nil
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if (off == h.next || follows) && h.window > 0 {
+	if off == h.next && h.window > 0 {
 		h.window = min(2*h.window, max(base, maxReadAhead))
 	} else {
 		h.window = base
@@ -111,11 +102,12 @@ func (h *handle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	}
 }
 
-// prefetch keeps a sequential reader's pipe full: while it is within
-// readAheadDepth-1 and a half windows of where its read-ahead ends, the
-// next window is fetched before it gets there (only when a read-ahead
-// slot is free), so that several windows are in flight at once: at 50 ms
-// one request at a time cannot fill the link.
+// prefetch keeps a sequential reader's pipe full: while fewer than
+// readAheadDepth fetches are ahead of it and it is within readAheadDepth
+// windows of where its read-ahead ends, the next window is fetched before
+// it gets there (only when a read-ahead slot is free), so that several
+// windows are in flight at once: at 50 ms one request at a time cannot
+// fill the link.
 func (h *handle) prefetch(pos int64) {
 	f := h.f
 	t := f.t
@@ -123,12 +115,18 @@ func (h *handle) prefetch(pos int64) {
 		h.mu.Lock()
 		next, window := h.next, h.window
 		h.mu.Unlock()
-		if window == 0 || pos < next-readAheadDepth*window || next-pos > (readAheadDepth-1)*window+window/2 {
+		if window == 0 || pos < next-readAheadDepth*window {
 			return
 		}
 		f.mu.Lock()
+		ahead := 0
+		for _, fe := range f.fetches {
+			if fe.end > pos {
+				ahead++
+			}
+		}
 		g, missing := f.present.gap(next, f.lengthLocked())
-		if !missing || g.off != next || f.fetchAt(next) != nil {
+		if ahead >= readAheadDepth || !missing || g.off != next || f.fetchAt(next) != nil {
 			f.mu.Unlock()
 			return
 		}

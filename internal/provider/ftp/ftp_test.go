@@ -526,6 +526,51 @@ func TestPoolMetadataPriority(t *testing.T) {
 	}
 }
 
+// TestPoolForegroundFirst: background transfers (the cache's prefetch,
+// remote.Background) never take the last transfer slot, so a read a
+// program waits for finds one while every background slot is held.
+func TestPoolForegroundFirst(t *testing.T) {
+	files := map[string]string{}
+	for i := range MaxConns {
+		files[fmt.Sprintf("f%d", i)] = string(randomBytes(1 << 20))
+	}
+	f := newFixture(t, files)
+	b := f.dial(t, remote.Options{})
+	bgctx := remote.Background(context.Background())
+
+	var held []io.ReadCloser
+	for i := 0; i < MaxConns-2; i++ {
+		r, err := b.ReadRange(bgctx, fmt.Sprintf("/f%d", i), 0, -1)
+		mustDo(t, err)
+		held = append(held, r)
+	}
+	// One more background read waits for a background slot...
+	blocked := make(chan error, 1)
+	go func() {
+		r, err := b.ReadRange(bgctx, "/f2", 0, 10)
+		if err == nil {
+			r.Close()
+		}
+		blocked <- err
+	}()
+	// ...while a foreground read goes through.
+	if got := readAll(t, b, "/f3", 0, 100); !bytes.Equal(got, []byte(files["f3"])[:100]) {
+		t.Fatal("foreground read: wrong contents")
+	}
+	select {
+	case err := <-blocked:
+		t.Fatalf("a background read beyond its slots did not wait (err %v)", err)
+	default:
+	}
+	held[0].Close()
+	if err := <-blocked; err != nil {
+		t.Errorf("waiting background read: %v", err)
+	}
+	for _, r := range held[1:] {
+		r.Close()
+	}
+}
+
 func TestServerStallAndKill(t *testing.T) {
 	data := randomBytes(32 << 20)
 	f := newFixture(t, map[string]string{"big": string(data), "small": "s"})
