@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"wirefs/internal/door/catch"
 	"wirefs/internal/provider/vif"
 )
 
@@ -25,12 +26,18 @@ minute later). wirefs nice exits with CMD's status. Options end at CMD.
 
 Units as tc writes them: 2mbit, 256kbps (kilobytes), 1gbit.
 
-It needs CAP_NET_ADMIN (root): the kernel does the shaping (an HTB class,
-a cgroup, a BPF classifier). It works without a mount; while a wirefs
-daemon manages the VIFs of this network namespace, use its vif/ tree
-instead (mkdir /net/vif/IFACE/NAME; echo RATE > .../rate; ln -s ...
-/net/proc/PID/IFACE). Without CAP_NET_ADMIN wirefs nice refuses and says
-so (a per-socket pacing fallback, SO_MAX_PACING_RATE, is not built).
+With CAP_NET_ADMIN (root) the kernel does the shaping (an HTB class, a
+cgroup, a BPF classifier). It works without a mount; while a wirefs daemon
+manages the VIFs of this network namespace, use its vif/ tree instead
+(mkdir /net/vif/IFACE/NAME; echo RATE > .../rate; ln -s ...
+/net/proc/PID/IFACE).
+
+Without CAP_NET_ADMIN it falls back to pacing each socket: every TCP
+socket CMD and its descendants connect or listen with is paced at CEIL
+(default RATE) with SO_MAX_PACING_RATE, set through the catcher (seccomp
+user notification, as wirefs run; static binaries too). It says on stderr
+what is lost: no hierarchy and no sharing (each connection gets the rate
+on its own), TCP only (UDP is not paced), egress only.
 `
 
 func niceCommand() *cobra.Command {
@@ -62,16 +69,15 @@ func niceCommand() *cobra.Command {
 					return usageErrorf(c, "--ceil: %v", err)
 				}
 			}
-			if s.Iface == "" {
-				if s.Iface, err = vif.DefaultIface(); err != nil {
-					return fmt.Errorf("nice: %w", err)
-				}
-			}
 			var w io.Writer = io.Discard
 			if verbose {
 				w = os.Stderr
 			}
-			status, err := nice(s, args, slog.New(slog.NewTextHandler(w, nil)))
+			log := slog.New(slog.NewTextHandler(w, nil))
+			status, err := nice(s, args, log)
+			if errors.Is(err, vif.ErrNoCapNetAdmin) {
+				status, err = nicePaced(s, args, log)
+			}
 			if err != nil {
 				return fmt.Errorf("nice: %w", err)
 			}
@@ -88,12 +94,37 @@ func niceCommand() *cobra.Command {
 	return c
 }
 
+// nicePaced is nice without CAP_NET_ADMIN: CMD runs under the catcher,
+// trapping only connect and listen, and each TCP socket is paced at the
+// VIF's ceil (per-socket pacing, catch/pace.go).
+func nicePaced(s vif.Spec, args []string, log *slog.Logger) (int, error) {
+	rate := s.Ceil
+	if rate == 0 {
+		rate = s.Rate
+	}
+	fmt.Fprintf(os.Stderr, "wirefs nice: no CAP_NET_ADMIN, so no VIF: each TCP socket of the command is paced at %s instead "+
+		"(no hierarchy or sharing: every connection gets the rate on its own; UDP and incoming traffic are not limited)\n",
+		vif.FormatRate(rate))
+	status, err := catch.Run(nil, catch.Options{Args: args, Log: log, Pace: rate / 8})
+	if err != nil {
+		return 0, fmt.Errorf("per-socket pacing: %w", err)
+	}
+	return status, nil
+}
+
 // nice makes the VIF, starts CMD inside its cgroup (clone3 with
 // CLONE_INTO_CGROUP: no instant outside it), waits, and removes it all.
 func nice(s vif.Spec, args []string, log *slog.Logger) (int, error) {
 	p := vif.New(vif.Options{Log: log})
 	if err := p.Err(); err != nil {
 		return 0, err
+	}
+	if s.Iface == "" {
+		var err error
+		if s.Iface, err = vif.DefaultIface(); err != nil {
+			p.Close()
+			return 0, err
+		}
 	}
 	defer func() {
 		if err := p.Close(); err != nil {

@@ -119,6 +119,10 @@ type Options struct {
 	// RuntimeDir holds the private FUSE door's hidden directory (default
 	// $XDG_RUNTIME_DIR, else the temporary directory).
 	RuntimeDir string
+	// Pace, if not 0, is the rate in bytes per second at which every
+	// TCP socket the command connects or listens with may send
+	// (SO_MAX_PACING_RATE, pace.go): wirefs nice without CAP_NET_ADMIN.
+	Pace uint64
 }
 
 // ErrUnavailable is wrapped by Run's error when the kernel cannot run a
@@ -128,7 +132,9 @@ var ErrUnavailable = errors.New("seccomp user notification is unavailable")
 // Run runs o.Args with n visible at o.Prefix and returns the command's exit
 // status (128+signal if a signal killed it). It forwards SIGINT, SIGTERM
 // and SIGHUP to the command and leaves stdin, stdout, stderr and the
-// terminal to it. Run changes process-wide state (child subreaper, signal
+// terminal to it. With n nil, only connect and listen are trapped, to
+// pace sockets (o.Pace): no namespace, no private door, no cost on path
+// calls. Run changes process-wide state (child subreaper, signal
 // handling, reaping of children) and is meant to be called once by a
 // process that does nothing else meanwhile.
 func Run(n *ns.Namespace, o Options) (int, error) {
@@ -151,13 +157,23 @@ func Run(n *ns.Namespace, o Options) (int, error) {
 	// opens any of its own.
 	files := inherited()
 
-	mnt, sv, closeDoor, err := privateDoor(n, o)
-	if err != nil {
-		return 0, err
+	traps := trapNamespace
+	var mnt string
+	var sv *served
+	if n != nil {
+		var closeDoor func()
+		mnt, sv, closeDoor, err = privateDoor(n, o)
+		if err != nil {
+			return 0, err
+		}
+		defer closeDoor()
+	} else {
+		traps = 0
 	}
-	defer closeDoor()
-
-	cmd, err := startCommand(self, files, o.Args)
+	if o.Pace != 0 {
+		traps |= trapPaced
+	}
+	cmd, err := startCommand(self, files, o.Args, traps)
 	if err != nil {
 		return 0, err
 	}
@@ -177,6 +193,7 @@ func Run(n *ns.Namespace, o Options) (int, error) {
 	defer cancel()
 	s := newServer(ctx, listener, n, names, mnt, sv, cmd.ptraceMu, o.Log, nsize)
 	s.tm = newTiming(o)
+	s.pacing = o.Pace
 	for range o.Receivers {
 		go s.receive()
 	}
@@ -265,7 +282,7 @@ type command struct {
 // startCommand starts the helper with files (the helper's end of a
 // socketpair added last) and the command line args, and reaps every
 // child, orphans included, until the command exits.
-func startCommand(self string, files []*os.File, args []string) (*command, error) {
+func startCommand(self string, files []*os.File, args []string, traps trapSet) (*command, error) {
 	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -287,7 +304,11 @@ func startCommand(self string, files []*os.File, args []string) (*command, error
 	// helper closes it before exec.
 	files = append(files, theirs)
 	argv := append([]string{self, HelperArg, strconv.Itoa(len(files) - 1)}, args...)
-	proc, err := os.StartProcess(self, argv, &os.ProcAttr{Files: files})
+	var env []string // nil: this process's
+	if traps != trapNamespace {
+		env = append(os.Environ(), trapsEnv+"="+strconv.Itoa(int(traps)))
+	}
+	proc, err := os.StartProcess(self, argv, &os.ProcAttr{Files: files, Env: env})
 	theirs.Close()
 	if err != nil {
 		stop()

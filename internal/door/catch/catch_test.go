@@ -56,9 +56,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// supervise is `wirefs run -- args…` with the namespace of cmd/wirefs.
+// supervise is `wirefs run -- args…` with the namespace of cmd/wirefs,
+// or, with "-pace BYTES/S" first, wirefs nice's per-socket pacing.
 func supervise(args []string) int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	if len(args) > 2 && args[0] == "-pace" {
+		rate, _ := strconv.ParseUint(args[1], 10, 64)
+		status, err := catch.Run(nil, catch.Options{Args: args[2:], Log: log, Pace: rate})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "wirefs nice:", err)
+			return 1
+		}
+		return status
+	}
 	res := resolve.New(time.Minute)
 	streams := netstream.New(res, 10*time.Second, log)
 	n := ns.New()
@@ -572,6 +582,23 @@ func TestStaticBinary(t *testing.T) {
 	forEachIdentity(t, func(t *testing.T, e *env) {
 		addr := echoServer(t)
 		e.want(e.run("", staticBin, "/net/tcp/"+addr), 0, "socket\n", "static ping\n")
+	})
+}
+
+// TestPaceSockets: wirefs nice's fallback paces every TCP socket a
+// program connects or listens with, a static binary's too, and leaves UDP
+// alone; with no namespace, nothing else is trapped (/net is not there).
+func TestPaceSockets(t *testing.T) {
+	need(t, "gcc")
+	bin := filepath.Join(sharedDir(t), "paced")
+	src, _ := filepath.Abs("testdata/paced.c")
+	if out, err := exec.Command("gcc", "-static", "-O2", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Skipf("gcc -static failed (apt-get install libc6-dev): %v %s", err, out)
+	}
+	forEachIdentity(t, func(t *testing.T, e *env) {
+		host, port, _ := strings.Cut(echoServer(t), ":")
+		e.want(e.run("", "-pace", "125000", bin, host, port), 0, "tcp 125000 udp -1 listen 125000\n", "")
+		e.want(e.run("", "-pace", "125000", "sh", "-c", "test -e /net/tcp || echo no namespace"), 0, "no namespace\n", "")
 	})
 }
 

@@ -50,7 +50,7 @@ func runBPF(t *testing.T, prog []syscall.SockFilter, nr int32, arch uint32, args
 }
 
 func TestFilter(t *testing.T) {
-	prog := buildFilter(trappedNumbers())
+	prog := buildFilter(trappedNumbers(trapNamespace))
 	if len(prog) > 255 {
 		t.Fatalf("program of %d instructions", len(prog))
 	}

@@ -73,6 +73,7 @@ func execHelper(args []string) {
 	syscall.Close(listener)
 	syscall.Close(fd)
 
+	os.Unsetenv(trapsEnv)
 	err = syscall.Exec(path, argv, os.Environ())
 	// Reached only if exec failed; the filter is still installed, which
 	// is harmless for the few calls left.
@@ -84,13 +85,24 @@ func execHelper(args []string) {
 	os.Exit(status)
 }
 
+// trapsEnv carries the trapped set to the exec helper when it is not
+// trapNamespace (a number: a trapSet); the helper removes it before exec.
+const trapsEnv = "WIREFS_CATCH_TRAPS"
+
+func helperTraps() trapSet {
+	if v, err := strconv.Atoi(os.Getenv(trapsEnv)); err == nil {
+		return trapSet(v)
+	}
+	return trapNamespace
+}
+
 // installFilter sets no_new_privs and installs the trapping filter on the
 // calling thread, returning the notification listener.
 func installFilter() (int, error) {
 	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0, 0, 0, 0); e != 0 {
 		return -1, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", e)
 	}
-	prog := buildFilter(trappedNumbers())
+	prog := buildFilter(trappedNumbers(helperTraps()))
 	fprog := syscall.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	r, _, e := syscall.RawSyscall(sysSeccomp, seccompSetModeFilt, filterFlagNewListener, uintptr(unsafe.Pointer(&fprog)))
 	runtime.KeepAlive(prog)

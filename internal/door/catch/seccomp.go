@@ -114,7 +114,7 @@ func buildFilter(trapped []int) []syscall.SockFilter {
 	a.jump(bpfJmpJgeK, x32SyscallBit, "enosys", "")
 	for _, nr := range trapped {
 		target := "notif"
-		if calls[nr].dirfd >= 0 {
+		if c, _ := trappedCall(nr); c.dirfd >= 0 {
 			target = "dirfd" + strconv.Itoa(nr)
 		}
 		a.jump(bpfJmpJeqK, uint32(nr), target, "")
@@ -123,7 +123,7 @@ func buildFilter(trapped []int) []syscall.SockFilter {
 	// and the returns.
 	a.jump(bpfJmpJa, 0, "allow", "")
 	for _, nr := range trapped {
-		c := calls[nr]
+		c, _ := trappedCall(nr)
 		if c.dirfd < 0 {
 			continue
 		}

@@ -32,6 +32,7 @@ type server struct {
 	warnOnce sync.Map
 	tm       *timing // nil unless Options.Timing
 	umask    int     // the supervisor's own
+	pacing   uint64  // Options.Pace
 	// Counters, for the debug log at exit.
 	nCont, nServed atomic.Uint64
 }
@@ -181,9 +182,13 @@ func (s *server) warn(key, msg string, args ...any) {
 // handle answers one notification if it can at once, or returns the
 // function that serves it (a name in the namespace).
 func (s *server) handle(n *notif) (serve func()) {
-	c, ok := calls[int(n.Nr)]
+	c, ok := trappedCall(int(n.Nr))
 	if !ok {
 		s.cont(n.ID)
+		return nil
+	}
+	if c.kind == kPace {
+		s.pace(n)
 		return nil
 	}
 	if c.kind == kGetcwd {

@@ -1,6 +1,9 @@
 package catch
 
-import "syscall"
+import (
+	"slices"
+	"syscall"
+)
 
 // kind says how a trapped call on a namespace path is answered.
 type kind int
@@ -19,6 +22,7 @@ const (
 	kSetattr              // truncate, chmod, chown, utime*: done on the private door
 	kXattr                // *xattr*: ENOTSUP, as on the mounted door
 	kGetcwd               // getcwd: takes no name; answered when the working directory is on the private door
+	kPace                 // connect, listen with Options.Pace: the socket is paced, then the call runs (pace.go)
 )
 
 // call describes a trapped system call: which arguments hold its path and
@@ -130,16 +134,36 @@ var calls = map[int]call{
 	syscall.SYS_GETCWD:       {name: "getcwd", kind: kGetcwd, dirfd: -1, path: -1},
 }
 
-// trappedNumbers lists the numbers of calls, sorted.
-func trappedNumbers() []int {
-	out := make([]int, 0, len(calls))
-	for nr := range calls {
-		out = append(out, nr)
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
+// trapSet says which calls a filter traps.
+type trapSet int
+
+const (
+	trapNamespace trapSet = 1 << iota // calls: the namespace's names
+	trapPaced                         // paced: connect and listen, to pace sockets
+)
+
+// trappedNumbers lists the numbers of the calls in set, sorted.
+func trappedNumbers(set trapSet) []int {
+	var out []int
+	if set&trapNamespace != 0 {
+		for nr := range calls {
+			out = append(out, nr)
 		}
 	}
+	if set&trapPaced != 0 {
+		for nr := range paced {
+			out = append(out, nr)
+		}
+	}
+	slices.Sort(out)
 	return out
+}
+
+// trappedCall describes trapped call nr.
+func trappedCall(nr int) (call, bool) {
+	if c, ok := calls[nr]; ok {
+		return c, true
+	}
+	c, ok := paced[nr]
+	return c, ok
 }

@@ -91,6 +91,10 @@ func New(o Options) *Provider {
 	return p
 }
 
+// ErrNoCapNetAdmin is wrapped by the error of a provider that cannot make
+// VIFs because the process lacks CAP_NET_ADMIN.
+var ErrNoCapNetAdmin = errors.New("no CAP_NET_ADMIN")
+
 func hasCapNetAdmin() bool {
 	s, err := procstatus.Read(0)
 	return err == nil && s.HasCap(unix.CAP_NET_ADMIN)
@@ -98,7 +102,7 @@ func hasCapNetAdmin() bool {
 
 func (p *Provider) start() error {
 	if !hasCapNetAdmin() {
-		return errors.New("the daemon has no CAP_NET_ADMIN (run it as root to manage VIFs)")
+		return fmt.Errorf("the daemon has %w (run it as root to manage VIFs)", ErrNoCapNetAdmin)
 	}
 	base, err := cgroup2Mount()
 	if err != nil {
