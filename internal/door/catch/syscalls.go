@@ -73,7 +73,8 @@ const (
 //   - not trapped (a namespace path gets the kernel's ENOENT):
 //     inotify_add_watch, fanotify_mark, name_to_handle_at, mount and the
 //     new mount API, pivot_root, swapon, acct, uselib, quotactl, bind and
-//     connect on unix socket paths. Calls on descriptors (read, getdents,
+//     connect on unix socket paths (connect and listen are trapped only
+//     to pace sockets: paced, pace.go). Calls on descriptors (read, getdents,
 //     fstat, fchdir, mmap...) are never trapped: the descriptor is real.
 var calls = map[int]call{
 	syscall.SYS_OPEN:         {name: "open", kind: kOpen, dirfd: -1, path: 0},
