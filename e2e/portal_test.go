@@ -36,6 +36,19 @@ type portals struct {
 	sshConfig string // Host bastion: the sshd, by key
 }
 
+// writableDir makes fsRoot/mine, nobody's, for the writing tests, and
+// removes it after the test (the listing tests expect the tree as made).
+func (p *portals) writableDir(t *testing.T) string {
+	t.Helper()
+	mine := filepath.Join(p.fsRoot, "mine")
+	if err := os.Mkdir(mine, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(mine, 65534, 65534)
+	t.Cleanup(func() { os.RemoveAll(mine) })
+	return mine
+}
+
 // newPortals writes the mounts file (portal lines among ordinary lines).
 func newPortals(t *testing.T) *portals {
 	t.Helper()
@@ -200,6 +213,27 @@ os.close(fd)
 		}
 		equal(t, "secret as root", mustOK(t, "cat", run(t, 10*time.Second, "", "cat", m.P("logs/secret"))).Stdout, "secret\n")
 		equal(t, "listing", mustOK(t, "ls", asNobody(t, []string{"M=" + m.Dir}, `ls "$M/logs"`)).Stdout, "public\nsecret\n")
+	})
+
+	t.Run("fs writes as the opener", func(t *testing.T) {
+		p.writableDir(t)
+		r := mustOK(t, "writes", asNobody(t, []string{"M=" + m.Dir}, `set -e
+cd "$M/logs/mine"
+umask 027
+echo one > f; echo two >> f; cat f
+echo three > f; cat f
+mkdir d; mv f d/g; ls d; stat -c %a d/g d
+rm d/g; rmdir d; ls
+{ echo x > "$M/logs/new"; } 2>/dev/null || echo refused
+{ : > "$M/logs/public"; } 2>/dev/null || echo refused
+rm -f "$M/logs/public" 2>/dev/null || echo refused`))
+		equal(t, "writes as nobody", r.Stdout, "one\ntwo\nthree\ng\n640\n750\nrefused\nrefused\nrefused\n")
+		if b, _ := os.ReadFile(filepath.Join(p.fsRoot, "public")); string(b) != "public\n" {
+			t.Errorf("root's file after nobody's attempts: %q", b)
+		}
+		if _, err := os.Stat(filepath.Join(p.fsRoot, "new")); err == nil {
+			t.Errorf("nobody created a file in root's directory")
+		}
 	})
 
 	t.Run("tcp alias", func(t *testing.T) {
@@ -432,6 +466,18 @@ ssh -F "$3" -o ProxyCommand="bash -c 'exec 3<>/net/jump/%h:%p; cat <&3 & cat >&3
 	t.Run("fs", func(t *testing.T) {
 		r := mustOK(t, "run", runIn(`cat /net/logs/public; readlink /proc/self/fd/3 3</net/logs/public`))
 		equal(t, "run", r.Stdout, "public\n"+filepath.Join(p.fsRoot, "public")+"\n")
+	})
+
+	t.Run("fs writes", func(t *testing.T) {
+		mine := p.writableDir(t)
+		r := mustOK(t, "run", runIn(`set -e
+cd /net/logs/mine
+echo one > f; echo two >> f; cat f
+echo three > f; cat f; mv f g; rm g; ls`))
+		equal(t, "run", r.Stdout, "one\ntwo\nthree\n")
+		if ents, _ := os.ReadDir(mine); len(ents) != 0 {
+			t.Errorf("left in the tree: %v", ents)
+		}
 	})
 
 	t.Run("Ctrl-C", func(t *testing.T) {

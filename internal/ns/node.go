@@ -32,6 +32,22 @@ type Caller struct {
 	ReleaseLag time.Duration
 }
 
+// Keyed is a node whose identity is a key, such as its path in a local
+// tree. A door that reuses the inode a name already has must not reuse it
+// for a node with another key: after a rename, the inode under the new
+// name still holds the node of the old one.
+type Keyed interface {
+	Key() string
+}
+
+// SameKey reports whether a and b are the same as far as keys tell: both
+// without a key, or both with the same one.
+func SameKey(a, b Node) bool {
+	ka, aok := a.(Keyed)
+	kb, bok := b.(Keyed)
+	return aok == bok && (!aok || ka.Key() == kb.Key())
+}
+
 // NobodyID is the uid and gid of a caller a door cannot identify: the
 // overflow id, nobody's rights, never root's.
 const NobodyID = 65534

@@ -156,7 +156,7 @@ func (n *node) remove(ctx context.Context, name string, dir bool) syscall.Errno 
 	if !ok {
 		return syscall.EROFS
 	}
-	if err := r.Remove(ctx, name, dir); err != nil {
+	if err := r.Remove(n.d.asking(ctx), name, dir); err != nil {
 		return n.fail("remove", name, err)
 	}
 	return 0
@@ -224,7 +224,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if !ok {
 		return nil, syscall.ENOTSUP // names of endpoints are not made, they exist
 	}
-	child, err := m.Mkdir(ctx, name, fileMode(mode))
+	child, err := m.Mkdir(n.d.asking(ctx), name, fileMode(mode))
 	if err != nil {
 		return nil, n.fail("mkdir", name, err)
 	}
@@ -249,7 +249,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if err != nil {
 		return n.fail("rename", newName, err)
 	}
-	if err := r.Rename(ctx, name, to, newName); err != nil {
+	if err := r.Rename(n.d.asking(ctx), name, to, newName); err != nil {
 		return n.fail("rename", name, err)
 	}
 	return 0
@@ -394,9 +394,11 @@ func (n *node) entry(ctx context.Context, name string, child ns.Node, out *fuse.
 	// except for a network name whose inode has open handles: each open
 	// of such a name gets an inode of its own, because holds() tells open
 	// files apart by inode. Endpoint nodes are made from the name alone,
-	// so the old node is as good as the new one.
+	// so the old node is as good as the new one; a keyed node (a path of
+	// an fs portal) is not, when the inode came by a rename.
 	in := n.GetChild(name)
-	if in == nil || in.StableAttr().Mode != stableMode(a) || (volatile(child) && !n.d.idle(in.StableAttr().Ino)) {
+	if in == nil || in.StableAttr().Mode != stableMode(a) || (volatile(child) && !n.d.idle(in.StableAttr().Ino)) ||
+		!ns.SameKey(in.Operations().(*node).n, child) {
 		ino := n.d.numbers.forNew(n.StableAttr().Ino, name)
 		in = n.NewInode(ctx, &node{n: child, o: n.o, d: n.d}, fs.StableAttr{Mode: stableMode(a), Ino: ino})
 	}
@@ -469,7 +471,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 	if fh, ok := fh.(*handle); ok {
 		h = fh.h
 	}
-	a, err := s.Setattr(ctx, h, change)
+	a, err := s.Setattr(n.d.asking(ctx), h, change)
 	if err != nil {
 		return n.fail("setattr", "", err)
 	}
@@ -521,9 +523,14 @@ func (n *node) open(ctx context.Context, target ns.Node, ino uint64, name string
 	n.d.opened(h, ino)
 	if _, seekable := h.(ns.ReaderAt); seekable {
 		if volatile(target) {
-			// Made at open (.wirefs/stats): its size is not known
-			// beforehand, so no page cache.
-			return fh, fuse.FOPEN_DIRECT_IO, 0
+			// Made at open (.wirefs/stats, a VIF's rate): its size is
+			// not known beforehand, so no page cache; and a file with
+			// nothing to flush spares close its round trip.
+			fl := uint32(fuse.FOPEN_DIRECT_IO)
+			if _, flushes := h.(ns.Flusher); !flushes {
+				fl |= fuse.FOPEN_NOFLUSH
+			}
+			return fh, fl, 0
 		}
 		fl := fh.storedFileFlags(flags)
 		return fh.withPassthrough(), fl, 0

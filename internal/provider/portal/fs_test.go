@@ -152,10 +152,10 @@ func TestFSAsOpener(t *testing.T) {
 	if _, err := closed.(ns.Dir).ReadDir(ctx); ns.Errno(err) != syscall.EACCES {
 		t.Errorf("listing closed/ as nobody: %v", err)
 	}
-	// Writing is refused, for anyone.
+	// Writing: as the opener, so the file's mode decides.
 	f, _ := d.Lookup(ctx, "public")
-	if _, err := f.(ns.Opener).Open(ctx, me(), syscall.O_WRONLY); ns.Errno(err) != syscall.EROFS {
-		t.Errorf("open for writing: %v", err)
+	if _, err := f.(ns.Opener).Open(ctx, nobody, syscall.O_WRONLY); ns.Errno(err) != syscall.EACCES {
+		t.Errorf("nobody opening root's 0644 file for writing: %v", err)
 	}
 	// A door that does not say who asks is refused.
 	if _, err := d.Lookup(context.Background(), "public"); ns.Errno(err) != syscall.EACCES {
@@ -168,6 +168,96 @@ func TestFSAsOpener(t *testing.T) {
 	}
 	if _, _, err := fsWalk(d, nobody, "public"); ns.Errno(err) != syscall.EACCES {
 		t.Errorf("through a closed ancestor: %v", err)
+	}
+}
+
+// TestFSWrites: an fs portal writes, creates, truncates, appends,
+// renames and removes as the asker: nobody may do all of it in a
+// directory of their own, none of it in root's, and what they create has
+// exactly the mode asked (the daemon's umask does not apply again).
+func TestFSWrites(t *testing.T) {
+	needRoot(t)
+	p, _ := newProvider(t)
+	_, root := tree(t)
+	mine := filepath.Join(root, "mine")
+	if err := os.Mkdir(mine, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(mine, 65534, 65534)
+	d, err := p.FS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobody := asNobody(t)
+	ctx := ns.WithCaller(context.Background(), func() ns.Caller { return nobody })
+	dirOf := func(name string) ns.Dir {
+		n, err := d.Lookup(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.(ns.Dir)
+	}
+	mineDir := dirOf("mine")
+
+	// Create with a mode the daemon's umask would cut.
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	node, h, err := mineDir.(ns.Creator).Create(ctx, nobody, "new", syscall.O_WRONLY|syscall.O_CREAT, 0o664)
+	if err != nil {
+		t.Fatalf("create as nobody in their directory: %v", err)
+	}
+	if _, err := h.(ns.WriterAt).WriteAt(ctx, []byte("hello\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	st, err := os.Stat(filepath.Join(mine, "new"))
+	if err != nil || st.Mode().Perm() != 0o664 || st.Sys().(*syscall.Stat_t).Uid != 65534 {
+		t.Fatalf("created file: %v %v", st, err)
+	}
+	// Append, then truncate by name.
+	h, err = node.(ns.Opener).Open(ctx, nobody, syscall.O_WRONLY|syscall.O_APPEND)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.(ns.WriterAt).WriteAt(ctx, []byte("more\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if b, _ := os.ReadFile(filepath.Join(mine, "new")); string(b) != "hello\nmore\n" {
+		t.Errorf("after an append: %q", b)
+	}
+	size := int64(2)
+	if a, err := node.(ns.Setattrer).Setattr(ctx, nil, ns.SetAttr{Size: &size}); err != nil || a.Size != 2 {
+		t.Errorf("truncate: %v %v", a, err)
+	}
+	if _, err := mineDir.(ns.Mkdirer).Mkdir(ctx, "sub", 0o750); err != nil {
+		t.Errorf("mkdir: %v", err)
+	}
+	if err := mineDir.(ns.Renamer).Rename(ctx, "new", dirOf("mine"), "renamed"); err != nil {
+		t.Errorf("rename: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(mine, "renamed")); string(b) != "he" {
+		t.Errorf("renamed file holds %q", b)
+	}
+	for _, name := range []string{"renamed", "sub"} {
+		if err := mineDir.(ns.Remover).Remove(ctx, name, name == "sub"); err != nil {
+			t.Errorf("remove %s: %v", name, err)
+		}
+	}
+	// None of it in root's directory.
+	if _, _, err := d.(ns.Creator).Create(ctx, nobody, "x", syscall.O_WRONLY|syscall.O_CREAT, 0o644); ns.Errno(err) != syscall.EACCES {
+		t.Errorf("create in root's directory: %v", err)
+	}
+	if err := d.(ns.Remover).Remove(ctx, "public", false); ns.Errno(err) != syscall.EACCES {
+		t.Errorf("remove from root's directory: %v", err)
+	}
+	pub, _ := d.Lookup(ctx, "public")
+	if _, err := pub.(ns.Setattrer).Setattr(ctx, nil, ns.SetAttr{Size: &size}); ns.Errno(err) != syscall.EACCES {
+		t.Errorf("truncate root's file: %v", err)
+	}
+	mode := os.FileMode(0o777)
+	if _, err := pub.(ns.Setattrer).Setattr(ctx, nil, ns.SetAttr{Mode: &mode}); ns.Errno(err) != syscall.EPERM {
+		t.Errorf("chmod root's file: %v", err)
 	}
 }
 
