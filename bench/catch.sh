@@ -1,17 +1,35 @@
 #!/usr/bin/env bash
-# The catcher door (issue 4): native vs `wirefs run` vs PRoot, side by side.
-# Prints one Markdown table (median of BENCH_RUNS runs; ratios to native).
+# The catcher door (issues 4 and 12): native vs `wirefs run` vs PRoot, side
+# by side, and where a trapped call spends its time.
 #
-#   bench/catch.sh              (~3 minutes on 2 vCPUs)
+#   bench/catch.sh              (~5 minutes on 2 vCPUs)
 #   BENCH_RUNS=N                runs per cell (default 5)
 #   BENCH_WIREFS=PATH           measure this wirefs binary instead of building one
+#   BENCH_BEFORE=PATH           also measure this (older) wirefs binary, in
+#                               the same runs: a "before" column
 #
-# Rows: (a) an open/stat-heavy scan: cat every header under /usr/include
-# (find -exec cat), and ls -lR /usr/share/doc; (b) make -B of a C project
-# of 20 files; (c) connection setup, open("/net/tcp/127.0.0.1:PORT") under
-# wirefs run vs socket+connect natively (bench/nb.c), and the throughput
-# of 1 GiB written to an injected socket vs a raw one.
+# Part 1, the workloads (each cell the median of BENCH_RUNS runs; the
+# variants of a row run in turn within each round, so that load from
+# other users of the machine falls on all of them alike):
+#   (a) the open/stat-heavy scan: cat every header under /usr/include
+#       (find -exec cat) and ls -lR /usr/share/doc, one after the other
+#       in one shell (~25 000 path calls), and each half on its own
+#       (PRoot only on the whole scan: it takes ~40x as long);
+#   (b) make -B of a C project of 20 files;
+#   (c) connection setup: open("/net/tcp/127.0.0.1:PORT") + close under
+#       wirefs run vs socket+connect+close natively (bench/nb.c, median
+#       of 500 per run);
+#   (d) 1 GiB written to the injected socket vs a raw one (nb xfer),
+#       alternating raw and injected runs, and which of them goes first.
 # Wall times include starting wirefs run (and PRoot) once per run.
+#
+# Part 2, the floor: stat(2) of a local file in a loop (bench/catchfloor.c)
+# natively, under a minimal C supervisor (receive, CONTINUE; with and
+# without reading the path) and under wirefs run: the kernel's round trip,
+# the read of the path and what the Go supervisor adds, per call.
+#
+# Part 3, the breakdown: `wirefs run --timing` (supervisor time per phase)
+# for the scan and for the connection rows.
 # Needs go, cc, make, proot (optional), /dev/fuse. No root needed.
 set -euo pipefail
 
@@ -28,9 +46,13 @@ PROOT=$(command -v proot || true)
 
 WF=${BENCH_WIREFS:-$OUT/wirefs}
 [ -n "${BENCH_WIREFS:-}" ] || go build -o "$WF" ./cmd/wirefs
+BEFORE=${BENCH_BEFORE:-}
 cc -O2 -Wall -o "$OUT/nb" bench/nb.c -lpthread
-NB=$OUT/nb
+cc -O2 -Wall -o "$OUT/catchfloor" bench/catchfloor.c
+NB=$OUT/nb CF=$OUT/catchfloor
 RUN=("$WF" run --cache-dir "$OUT/cache" --)
+RUNB=()
+[ -z "$BEFORE" ] || RUNB=("$BEFORE" run --cache-dir "$OUT/cache" --)
 
 PIDS=""
 cleanup() { for p in $PIDS; do kill "$p" 2>/dev/null || true; done; }
@@ -58,46 +80,65 @@ done
 } >"$PROJ/main.c"
 printf 'OBJS := $(patsubst %%.c,%%.o,$(wildcard *.c))\nprog: $(OBJS)\n\t$(CC) -o $@ $^\n%%.o: %%.c\n\t$(CC) -O2 -c -o $@ $<\n' >"$PROJ/Makefile"
 
-# median SECONDS of RUNS runs of a command.
-median() {
-	local ts=()
-	for _ in $(seq "$RUNS"); do
-		local t0 t1
-		t0=$(date +%s%N)
-		"$@" >/dev/null 2>&1 || { echo "catch.sh: failed: $*" >&2; exit 1; }
-		t1=$(date +%s%N)
-		ts+=($(((t1 - t0) / 1000)))
-	done
-	printf '%s\n' "${ts[@]}" | sort -n | awk '{ v[NR] = $1 } END { printf "%.3f", v[int((NR + 1) / 2)] / 1e6 }'
+# secs CMD...: the wall time of one run, in seconds.
+secs() {
+	local t0 t1
+	t0=$(date +%s%N)
+	"$@" >/dev/null 2>&1 || { echo "catch.sh: failed: $*" >&2; exit 1; }
+	t1=$(date +%s%N)
+	awk -v d=$((t1 - t0)) 'BEGIN { printf "%.4f", d / 1e9 }'
 }
-# median of nb's per-operation median (first field), over RUNS runs.
-nbmedian() {
-	for _ in $(seq "$RUNS"); do "$@" | awk '{ print $1 }'; done | sort -n |
-		awk '{ v[NR] = $1 } END { printf "%.1f", v[int((NR + 1) / 2)] }'
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+# med: the median of the numbers on stdin.
+med() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "n/a" }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0 || a == "n/a") print "n/a"; else printf "%.2f", a / b }'; }
 
+echo "## bench/catch.sh, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, kernel $(uname -r)"
+echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg); wirefs $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'); $RUNS runs per cell"
+echo
+
+# --- Part 1 ---------------------------------------------------------------
 SCAN="find /usr/include -name '*.h' -exec cat {} + >/dev/null"
 LSR="ls -lR /usr/share/doc >/dev/null"
 MAKE="make -s -B -C $PROJ"
 
-echo "| workload | native | wirefs run | ratio | PRoot | ratio | target |"
-echo "|---|---|---|---|---|---|---|"
-row() { # NAME TARGET CMD
-	local n w p="" pr="n/a" pv="n/a"
-	n=$(median bash -c "$3")
-	w=$(median "${RUN[@]}" bash -c "$3")
-	if [ -n "$PROOT" ]; then
-		p=$(median "$PROOT" bash -c "$3")
-		pv="$p s" pr="$(ratio "$p" "$n")x"
-	fi
-	echo "| $1 | $n s | $w s | $(ratio "$w" "$n")x | $pv | $pr | $2 |"
-}
-row "(a) cat every header under /usr/include" "≤ 1.3x" "$SCAN"
-row "(a) ls -lR /usr/share/doc" "≤ 1.3x" "$LSR"
-row "(b) make -B, 20 C files" "≤ 1.03x" "$MAKE"
+hdr="| workload | native | wirefs run | ratio |"
+sep="|---|---|---|---|"
+if [ -n "$BEFORE" ]; then hdr="$hdr before | ratio |"; sep="$sep---|---|"; fi
+echo "$hdr PRoot | ratio | target |"
+echo "$sep---|---|---|"
 
-# (c) servers: drain (connection setup), sink (1 GiB, then a 1-byte ack).
+row() { # NAME TARGET CMD [noproot]
+	local n=() w=() b=() p=()
+	for _ in $(seq "$RUNS"); do
+		n+=("$(secs bash -c "$3")")
+		w+=("$(secs "${RUN[@]}" bash -c "$3")")
+		[ -z "$BEFORE" ] || b+=("$(secs "${RUNB[@]}" bash -c "$3")")
+		[ -z "$PROOT" ] || [ -n "${4:-}" ] || p+=("$(secs "$PROOT" bash -c "$3")")
+	done
+	local nm wm line
+	nm=$(printf '%s\n' "${n[@]}" | med)
+	wm=$(printf '%s\n' "${w[@]}" | med)
+	line="| $1 | $nm s | $wm s | $(ratio "$wm" "$nm")x |"
+	if [ -n "$BEFORE" ]; then
+		local bm
+		bm=$(printf '%s\n' "${b[@]}" | med)
+		line="$line $bm s | $(ratio "$bm" "$nm")x |"
+	fi
+	if [ -n "$PROOT" ] && [ -z "${4:-}" ]; then
+		local pm
+		pm=$(printf '%s\n' "${p[@]}" | med)
+		line="$line $pm s | $(ratio "$pm" "$nm")x |"
+	else
+		line="$line | |"
+	fi
+	echo "$line $2 |"
+}
+row "(a) the scan: headers, then ls -lR" "≤ 1.6x" "$SCAN; $LSR"
+row "(a) cat every header under /usr/include" "" "$SCAN" noproot
+row "(a) ls -lR /usr/share/doc" "" "$LSR" noproot
+row "(b) make -B, 20 C files" "≤ 1.1x" "$MAKE"
+
+# (c), (d): servers: drain (connection setup), sink (1 GiB, then a 1-byte ack).
 start_server() { # MODE PORT BYTES
 	local ready=$OUT/ready.$2
 	rm -f "$ready"
@@ -109,10 +150,73 @@ start_server() { # MODE PORT BYTES
 P_DRAIN=5201 P_SINK=5202 GIB=1073741824
 start_server drain $P_DRAIN 0
 start_server sink $P_SINK $GIB
-raw=$(nbmedian "$NB" connect raw:127.0.0.1:$P_DRAIN -n 500)
-file=$(nbmedian "${RUN[@]}" "$NB" connect file:/net/tcp/127.0.0.1:$P_DRAIN -n 500)
-echo "| (c) connection setup + close (µs, median of 500) | $raw µs | $file µs | $(ratio "$file" "$raw")x | | | ≤ 1.3x |"
-raw=$(nbmedian "$NB" xfer raw:127.0.0.1:$P_SINK -s $GIB -r 1)
-file=$(nbmedian "${RUN[@]}" "$NB" xfer file:/net/tcp/127.0.0.1:$P_SINK -s $GIB -r 1)
+first() { "$@" | awk '{ print $1 }'; } # nb's per-operation median
+raw=() file=() fileb=()
+for _ in $(seq "$RUNS"); do
+	raw+=("$(first "$NB" connect raw:127.0.0.1:$P_DRAIN -n 500)")
+	file+=("$(first "${RUN[@]}" "$NB" connect file:/net/tcp/127.0.0.1:$P_DRAIN -n 500)")
+	[ -z "$BEFORE" ] || fileb+=("$(first "${RUNB[@]}" "$NB" connect file:/net/tcp/127.0.0.1:$P_DRAIN -n 500)")
+done
+rm=$(printf '%s\n' "${raw[@]}" | med) fm=$(printf '%s\n' "${file[@]}" | med)
+line="| (c) connection setup + close (µs, median of 500) | $rm µs | $fm µs | $(ratio "$fm" "$rm")x |"
+if [ -n "$BEFORE" ]; then
+	bm=$(printf '%s\n' "${fileb[@]}" | med)
+	line="$line $bm µs | $(ratio "$bm" "$rm")x |"
+fi
+echo "$line | | ≤ 2x |"
+raw=() file=() fileb=()
+for i in $(seq "$RUNS"); do
+	# Which goes first alternates: a transfer right after another one
+	# was seen to differ.
+	[ $((i % 2)) = 0 ] || raw+=("$(first "$NB" xfer raw:127.0.0.1:$P_SINK -s $GIB -r 1)")
+	file+=("$(first "${RUN[@]}" "$NB" xfer file:/net/tcp/127.0.0.1:$P_SINK -s $GIB -r 1)")
+	[ -z "$BEFORE" ] || fileb+=("$(first "${RUNB[@]}" "$NB" xfer file:/net/tcp/127.0.0.1:$P_SINK -s $GIB -r 1)")
+	[ $((i % 2)) = 1 ] || raw+=("$(first "$NB" xfer raw:127.0.0.1:$P_SINK -s $GIB -r 1)")
+done
 mbs() { awk -v us="$1" -v b=$GIB 'BEGIN { printf "%.0f", b / us }'; }
-echo "| (c) 1 GiB through the socket (MB/s) | $(mbs "$raw") MB/s | $(mbs "$file") MB/s | $(ratio "$raw" "$file")x | | | ≥ 0.99x |"
+rm=$(printf '%s\n' "${raw[@]}" | med) fm=$(printf '%s\n' "${file[@]}" | med)
+line="| (d) 1 GiB through the socket (MB/s) | $(mbs "$rm") MB/s | $(mbs "$fm") MB/s | $(ratio "$rm" "$fm")x |"
+if [ -n "$BEFORE" ]; then
+	bm=$(printf '%s\n' "${fileb[@]}" | med)
+	line="$line $(mbs "$bm") MB/s | $(ratio "$rm" "$bm")x |"
+fi
+echo "$line | | ≥ 0.99x |"
+echo
+echo "(d): each run is one transfer; raw and injected runs alternate. Per round, raw / injected MB/s:"
+for i in $(seq 0 $((RUNS - 1))); do printf ' %s/%s' "$(mbs "${raw[$i]}")" "$(mbs "${file[$i]}")"; done
+echo
+echo
+
+# --- Part 2: the floor ----------------------------------------------------
+N=100000
+nat=() flo=() flr=() wfs=()
+for _ in $(seq "$RUNS"); do
+	nat+=("$(first "$CF" loop $((2 * N)))")
+	flr+=("$(first "$CF" floor $N sync noread)")
+	flo+=("$(first "$CF" floor $N sync)")
+	wfs+=("$(first "${RUN[@]}" "$CF" loop $N)")
+done
+nm=$(printf '%s\n' "${nat[@]}" | med) rm=$(printf '%s\n' "${flr[@]}" | med)
+fm=$(printf '%s\n' "${flo[@]}" | med) wm=$(printf '%s\n' "${wfs[@]}" | med)
+us() { awk -v a="$1" -v b="${2:-0}" 'BEGIN { printf "%.2f", (a - b) / 1000 }'; }
+echo "Per trapped call: stat(2) of a local file in a loop, median of $RUNS runs of $N calls (µs per call)."
+echo
+echo "| native | C supervisor: receive + CONTINUE | + read the path | wirefs run | kernel round trip | read of the path | Go supervisor beyond the C one |"
+echo "|---|---|---|---|---|---|---|"
+echo "| $(us "$nm") | $(us "$rm") | $(us "$fm") | $(us "$wm") | $(us "$rm" "$nm") | $(us "$fm" "$rm") | $(us "$wm" "$fm") |"
+echo
+
+# --- Part 3: the breakdown ------------------------------------------------
+echo "Supervisor time per phase (\`wirefs run --timing\`), one run each:"
+echo
+timing() { # TITLE CMD...
+	echo "$1:"
+	echo '```'
+	"$WF" run --timing --cache-dir "$OUT/cache" -- "${@:2}" 2>&1 >/dev/null | sed -n '/supervisor time per phase/,$p'
+	echo '```'
+}
+timing "(a) the scan" bash -c "$SCAN; $LSR"
+timing "(b) make" bash -c "$MAKE"
+timing "(c) 500 connections" "$NB" connect file:/net/tcp/127.0.0.1:$P_DRAIN -n 500
+echo
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
