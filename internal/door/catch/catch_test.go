@@ -724,6 +724,18 @@ func TestWirefsBinary(t *testing.T) {
 	if string(got) != "hello binary\n" {
 		t.Errorf("--prefix: %q", got)
 	}
+	// --timing: where the trapped calls went, phase by phase, on stderr.
+	var stderr bytes.Buffer
+	timed := exec.CommandContext(ctx, bin, "run", "--timing", "--", "cat", "/etc/hostname", "/net/tcp/"+addr)
+	timed.Stderr = &stderr
+	if got, err := timed.Output(); err != nil || !strings.HasSuffix(string(got), "hello binary\n") {
+		t.Errorf("--timing: %v, stdout %q, stderr %q", err, got, stderr.String())
+	}
+	for _, phase := range []string{"supervisor time per phase", "read path", "reply (CONTINUE)", "resolve", "provider open", "inject fd"} {
+		if !strings.Contains(stderr.String(), phase) {
+			t.Errorf("--timing: no %q in %q", phase, stderr.String())
+		}
+	}
 }
 
 // waitForExec waits until a descendant of pid runs name (its exec done):
