@@ -9,11 +9,12 @@ cd "$(dirname "$0")/.."
 # (each with its own throwaway configuration); sshfs, rclone, httpdirfs and
 # proot are the peers the benchmarks compare against. clang, llvm and
 # libbpf-dev regenerate the VIF classifiers (go generate ./internal/provider/vif;
-# the compiled programs are committed); iperf3 drives bench/vif.
+# the compiled programs are committed); iperf3 drives bench/vif, where
+# trickle is the peer of wirefs nice.
 pkgs=(fuse3 socat iproute2 gcc make python3 procps psmisc util-linux
 	openssh-server openssh-client vsftpd nginx-light diod
 	sshfs rclone httpdirfs proot
-	clang llvm libbpf-dev iperf3)
+	clang llvm libbpf-dev iperf3 trickle)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -87,6 +87,27 @@ done | tee "$out/accuracy.txt"
 echo "(iperf3 counts TCP payload: at MTU 1500 that is 1448/1514 = 0.956 of what HTB counts)"
 
 echo
+echo "## 1b. UDP through a VIF, and the peers of wirefs nice (egress, TCP 6 s / at 1 Mbit/s 20 s)"
+echo "(UDP: iperf3 -u sends 1.5x the rate, 1400-byte datagrams; payload/(payload+42) = 0.971 of what HTB counts."
+echo " paced: wirefs nice as nobody (SO_MAX_PACING_RATE; as root it makes a VIF, as in section 1 —"
+echo " not here, where the daemon holds this namespace's VIFs); trickle -s -u (dynamic TCP only)."
+echo " Ratios are of TCP payload, 0.956 = the wire rate.)"
+printf '%-10s %10s %8s %10s %8s %10s %8s\n' configured udp ratio paced ratio trickle ratio
+for r in 1 10 100; do
+	hold="-t 6 -O 1"
+	[ $r = 1 ] && hold="-t 20 -O 5"
+	mkdir "$V/acc"
+	echo "${r}mbit" > "$V/acc/rate"; echo shape > "$V/acc/mode"
+	u=$(attached acc iperf3 -c 10.78.0.2 -p 5201 -u -b $((r * 3 / 2))M -l 1400 $hold -J | iperf_bps)
+	rmdir "$V/acc"
+	pc=$(inA setpriv --reuid=65534 --regid=65534 --clear-groups "$W" nice --rate ${r}mbit -- iperf3 -c 10.78.0.2 -p 5201 $hold -J 2>/dev/null | iperf_bps)
+	tr=0
+	command -v trickle >/dev/null && tr=$(inA trickle -s -u $((r * 1000 / 8)) iperf3 -c 10.78.0.2 -p 5201 $hold -J | iperf_bps)
+	awk -v r=$r -v u=$u -v p=$pc -v t=$tr 'BEGIN { R = r * 1e6
+		printf "%-10s %10.2f %8.3f %10.2f %8.3f %10.2f %8.3f\n", r "mbit", u/1e6, u/R, p/1e6, p/R, t/1e6, t/R }'
+done | tee "$out/peers.txt"
+
+echo
 echo "## 2. Figure 8 x10 (Mbit/s each second; due: VIF5 10.24, VIF4 40.96, VIF1+VIF2 <= 20.48 at 2:1)"
 mkdir "$V/vif3" "$V/vif3/vif1" "$V/vif3/vif2" "$V/vif4" "$V/vif5"
 echo 20.48mbit > "$V/vif3/rate"; echo shape > "$V/vif3/mode"
