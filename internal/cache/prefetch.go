@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path"
 	"sort"
@@ -76,6 +77,9 @@ func (g *gate) done() {
 	g.mu.Unlock()
 }
 
+// errTreeClosed ends a prefetch whose tree closed meanwhile.
+var errTreeClosed = errors.New("the session is closed")
+
 // ahead is one entry of a listing to prefetch.
 type ahead struct {
 	path string
@@ -146,7 +150,7 @@ func (t *tree) listAhead(dirs []*dir) {
 			sd.list(ctx)
 		}) {
 			done()
-			err = ctx.Err()
+			err = errTreeClosed
 		}
 		if err != nil {
 			for _, rest := range dirs[i:] {
@@ -165,9 +169,7 @@ func (t *tree) siblingsAhead(f *file) {
 		return
 	}
 	p := f.remotePath()
-	t.mu.Lock()
-	d := t.dirs[path.Dir(p)]
-	t.mu.Unlock()
+	d := t.parentOf(p)
 	if d == nil {
 		return
 	}

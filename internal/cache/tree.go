@@ -323,12 +323,17 @@ func (t *tree) vanished(p string, at time.Time) {
 	t.noteEntry(p, nil)
 }
 
+// parentOf returns the known directory that holds p, or nil.
+func (t *tree) parentOf(p string) *dir {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.dirs[path.Dir(p)]
+}
+
 // noteEntry records in the cached listing of p's parent that p now has
 // attributes info, or (nil) is gone.
 func (t *tree) noteEntry(p string, info *remote.Info) {
-	t.mu.Lock()
-	d := t.dirs[path.Dir(p)]
-	t.mu.Unlock()
+	d := t.parentOf(p)
 	if d == nil {
 		return
 	}
