@@ -609,7 +609,7 @@ systems() {
 	http) all="wirefs base httpdirfs rclone" ;;
 	9p) all="wirefs base" ;;
 	esac
-	[ "${2:-0}" = 0 ] || all=${all/base /}
+	[ "${2:-0}" = 0 ] || all=${all/base/}
 	for s in $all; do case " $SYSTEMS " in *" $s "*) out="$out $s" ;; esac; done
 	echo $out
 }
@@ -653,7 +653,7 @@ proxy_down() { # RTT PROTO: bytes the proxy carried from the server's ports
 server_requests() { # PROTO RTT
 	case $1 in
 	http) wc -l <"$RUN/nginx/access.log" ;;
-	sftp) grep -cE ' open "|opendir "' "$RUN/sftp-server.log" || true ;;
+	sftp) grep -cE '(^| )(open|opendir) "' "$RUN/sftp-server.log" || true ;;
 	ftp) grep -c 'FTP command:' "$RUN/vsftpd$2.log" || true ;;
 	9p) echo - ;;
 	esac
