@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"io"
+	"math/bits"
 	"os"
 	"sync"
 	"syscall"
@@ -102,12 +103,14 @@ func (h *handle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	}
 }
 
-// prefetch keeps a sequential reader's pipe full: while fewer than
-// readAheadDepth fetches are ahead of it and it is within readAheadDepth
-// windows of where its read-ahead ends, the next window is fetched before
-// it gets there (only when a read-ahead slot is free), so that several
-// windows are in flight at once: at 50 ms one request at a time cannot
-// fill the link.
+// prefetch keeps a sequential reader's pipe full: the next window is
+// fetched before the reader gets there (only when a read-ahead slot is
+// free), and the more sequential misses made its window grow, the more
+// windows are in flight at once (at 50 ms one request at a time cannot
+// fill the link): one while the window is the base read-ahead, started
+// once the reader is within half a window of where it ends, up to
+// readAheadDepth once it has doubled that many times less one. A reader
+// that has not read sequentially gets no more than the one window.
 func (h *handle) prefetch(pos int64) {
 	f := h.f
 	t := f.t
@@ -115,7 +118,11 @@ func (h *handle) prefetch(pos int64) {
 		h.mu.Lock()
 		next, window := h.next, h.window
 		h.mu.Unlock()
-		if window == 0 || pos < next-readAheadDepth*window {
+		if window == 0 {
+			return
+		}
+		depth := min(readAheadDepth, bits.Len64(uint64(window/max(t.o.ReadAhead, 1))))
+		if depth < 1 || next-pos > int64(depth-1)*window+window/2 || pos < next-int64(depth)*window {
 			return
 		}
 		f.mu.Lock()
@@ -126,7 +133,7 @@ func (h *handle) prefetch(pos int64) {
 			}
 		}
 		g, missing := f.present.gap(next, f.lengthLocked())
-		if ahead >= readAheadDepth || !missing || g.off != next || f.fetchAt(next) != nil {
+		if ahead >= depth || !missing || g.off != next || f.fetchAt(next) != nil {
 			f.mu.Unlock()
 			return
 		}
