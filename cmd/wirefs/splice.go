@@ -566,22 +566,9 @@ func describe(err error) string {
 		if oe.Addr != nil {
 			addr = " " + oe.Addr.String()
 		}
-		return op + addr + ": " + cause(oe.Err)
+		return op + addr + ": " + splice.Cause(oe.Err)
 	case errors.As(err, &pe):
-		return pe.Op + " " + pe.Path + ": " + cause(pe.Err)
-	}
-	return err.Error()
-}
-
-// cause is an errno as strerror(3) words it; other errors as they are.
-func cause(err error) string {
-	var en syscall.Errno
-	if errors.As(err, &en) {
-		s := en.Error()
-		if s != "" && s[0] >= 'a' && s[0] <= 'z' {
-			s = string(s[0]-'a'+'A') + s[1:]
-		}
-		return s
+		return pe.Op + " " + pe.Path + ": " + splice.Cause(pe.Err)
 	}
 	return err.Error()
 }

@@ -233,11 +233,12 @@ type Error struct {
 	Err error
 }
 
-func (e *Error) Error() string { return e.Op + " " + e.End + ": " + errText(e.Err) }
+func (e *Error) Error() string { return e.Op + " " + e.End + ": " + Cause(e.Err) }
 func (e *Error) Unwrap() error { return e.Err }
 
-// errText is the cause as cp and socat print it.
-func errText(err error) string {
+// Cause is an error's cause as cp and socat print it: an errno as
+// strerror(3) words it, other errors as they are.
+func Cause(err error) string {
 	var en syscall.Errno
 	if errors.As(err, &en) {
 		s := en.Error()

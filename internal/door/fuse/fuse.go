@@ -224,7 +224,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if !ok {
 		return nil, syscall.ENOTSUP // names of endpoints are not made, they exist
 	}
-	child, err := m.Mkdir(n.d.asking(ctx), name, fileMode(mode))
+	child, err := m.Mkdir(n.d.asking(ctx), name, ns.FileMode(mode))
 	if err != nil {
 		return nil, n.fail("mkdir", name, err)
 	}
@@ -306,7 +306,7 @@ func (n *node) fail(op, name string, err error) syscall.Errno {
 // become the file's inode number in the kernel (stat -c %i after chmod).
 func fillAttr(a ns.Attr, ino uint64, out *fuse.Attr) {
 	out.Ino = ino
-	out.Mode = stableMode(a) | unixMode(a.Mode)
+	out.Mode = stableMode(a) | ns.UnixMode(a.Mode)
 	switch {
 	case a.Removed:
 		out.Nlink = 0
@@ -335,37 +335,6 @@ func stableMode(a ns.Attr) uint32 {
 		return syscall.S_IFLNK
 	}
 	return syscall.S_IFREG
-}
-
-// unixMode is the permission and setuid, setgid, sticky bits of m as
-// stat(2) has them.
-func unixMode(m os.FileMode) uint32 {
-	u := uint32(m.Perm())
-	if m&os.ModeSetuid != 0 {
-		u |= syscall.S_ISUID
-	}
-	if m&os.ModeSetgid != 0 {
-		u |= syscall.S_ISGID
-	}
-	if m&os.ModeSticky != 0 {
-		u |= syscall.S_ISVTX
-	}
-	return u
-}
-
-// fileMode is unixMode's inverse (chmod, mkdir, open(O_CREAT) modes).
-func fileMode(u uint32) os.FileMode {
-	m := os.FileMode(u).Perm()
-	if u&syscall.S_ISUID != 0 {
-		m |= os.ModeSetuid
-	}
-	if u&syscall.S_ISGID != 0 {
-		m |= os.ModeSetgid
-	}
-	if u&syscall.S_ISVTX != 0 {
-		m |= os.ModeSticky
-	}
-	return m
 }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -452,7 +421,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 		change.Size = &sz
 	}
 	if mode, ok := in.GetMode(); ok {
-		m := fileMode(mode)
+		m := ns.FileMode(mode)
 		change.Mode = &m
 	}
 	if mtime, ok := in.GetMTime(); ok {
@@ -548,7 +517,7 @@ func (n *node) open(ctx context.Context, target ns.Node, ino uint64, name string
 // names exist on demand, so it is a lookup followed by an open.
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	if c, ok := n.n.(ns.Creator); ok {
-		child, h, err := c.Create(ctx, n.d.caller(ctx), name, int(flags), fileMode(mode))
+		child, h, err := c.Create(ctx, n.d.caller(ctx), name, int(flags), ns.FileMode(mode))
 		if err != nil {
 			return nil, nil, 0, n.fail("create", name, err)
 		}

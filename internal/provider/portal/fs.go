@@ -102,22 +102,13 @@ func (t *fsTree) stat(rel string) (ns.Attr, error) {
 }
 
 func attrOf(st *unix.Stat_t) ns.Attr {
-	m := os.FileMode(st.Mode & 0o777)
+	m := ns.FileMode(st.Mode)
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		m |= os.ModeDir
 	case unix.S_IFREG:
 	default:
 		m |= os.ModeIrregular
-	}
-	if st.Mode&unix.S_ISUID != 0 {
-		m |= os.ModeSetuid
-	}
-	if st.Mode&unix.S_ISGID != 0 {
-		m |= os.ModeSetgid
-	}
-	if st.Mode&unix.S_ISVTX != 0 {
-		m |= os.ModeSticky
 	}
 	return ns.Attr{Mode: m, Size: st.Size, Uid: st.Uid, Gid: st.Gid, Nlink: uint32(st.Nlink),
 		Mtime: time.Unix(st.Mtim.Unix()), Atime: time.Unix(st.Atim.Unix())}
@@ -322,7 +313,7 @@ func setattr(fd int, a ns.SetAttr) error {
 	}
 	name := "/proc/self/fd/" + strconv.Itoa(fd)
 	if a.Mode != nil {
-		if err := unix.Chmod(name, unixMode(*a.Mode)); err != nil {
+		if err := unix.Chmod(name, ns.UnixMode(*a.Mode)); err != nil {
 			return err
 		}
 	}
@@ -351,21 +342,6 @@ func setattr(fd int, a ns.SetAttr) error {
 		}
 	}
 	return nil
-}
-
-// unixMode is m as chmod(2) takes it.
-func unixMode(m os.FileMode) uint32 {
-	u := uint32(m.Perm())
-	if m&os.ModeSetuid != 0 {
-		u |= unix.S_ISUID
-	}
-	if m&os.ModeSetgid != 0 {
-		u |= unix.S_ISGID
-	}
-	if m&os.ModeSticky != 0 {
-		u |= unix.S_ISVTX
-	}
-	return u
 }
 
 // inDir runs fn as id with a descriptor of directory d (opened beneath
@@ -401,11 +377,11 @@ func (d *fsDir) Create(ctx context.Context, c ns.Caller, name string, flags int,
 	rel := path.Join(d.rel, name)
 	var fd int
 	err := d.inDir(opener(c), "create", name, func(dirfd int) (err error) {
-		fd, err = openat2(dirfd, name, flags&(openFlags|unix.O_EXCL)|unix.O_CREAT|unix.O_NONBLOCK, unixMode(perm))
+		fd, err = openat2(dirfd, name, flags&(openFlags|unix.O_EXCL)|unix.O_CREAT|unix.O_NONBLOCK, ns.UnixMode(perm))
 		if err != nil {
 			return err
 		}
-		if err := unix.Fchmod(fd, unixMode(perm)); err != nil {
+		if err := unix.Fchmod(fd, ns.UnixMode(perm)); err != nil {
 			unix.Close(fd)
 			return err
 		}
@@ -424,10 +400,10 @@ func (d *fsDir) Create(ctx context.Context, c ns.Caller, name string, flags int,
 // Mkdir makes a directory as the asker, with exactly perm.
 func (d *fsDir) Mkdir(ctx context.Context, name string, perm os.FileMode) (ns.Node, error) {
 	err := d.inDirAsAsker(ctx, "mkdir", name, func(dirfd int) error {
-		if err := unix.Mkdirat(dirfd, name, unixMode(perm)); err != nil {
+		if err := unix.Mkdirat(dirfd, name, ns.UnixMode(perm)); err != nil {
 			return err
 		}
-		return unix.Fchmodat(dirfd, name, unixMode(perm), 0)
+		return unix.Fchmodat(dirfd, name, ns.UnixMode(perm), 0)
 	})
 	if err != nil {
 		return nil, err
