@@ -353,6 +353,45 @@ while time.time() < end: c.sendall(buf)
 c.close()
 `
 
+// receiver starts vifReceiver in b on addrB:port (window: the seconds it
+// counts after the first, if given) and returns once it listens; rate
+// waits for the sender's end and returns the bits/s the receiver printed.
+func (n *vifNet) receiver(t *testing.T, port int, window ...string) (rate func() float64) {
+	t.Helper()
+	recv := n.cmd(n.b, python, append([]string{"-c", vifReceiver, n.addrB, strconv.Itoa(port)}, window...)...)
+	out, _ := recv.StdoutPipe()
+	if err := recv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { recv.Process.Kill() })
+	br := bufio.NewReader(out)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatalf("receiver: %v", err)
+	}
+	return func() float64 {
+		t.Helper()
+		line, _ := br.ReadString('\n')
+		recv.Wait()
+		got, err := strconv.ParseFloat(strings.TrimSpace(line), 64)
+		if err != nil {
+			t.Fatalf("receiver printed %q", line)
+		}
+		return got
+	}
+}
+
+// shapingVIF makes vif/va/NAME shaping at rate and returns its path.
+func shapingVIF(t *testing.T, m *Mount, name, rate string) string {
+	t.Helper()
+	v := m.P("vif/va/" + name)
+	if err := os.Mkdir(v, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, v+"/rate", rate)
+	mustWrite(t, v+"/mode", "shape")
+	return v
+}
+
 // measure runs a receiver in b and, in a, a bash that is attached with
 // attach (given its pid) before it forks the sender: what the sender
 // gets is what a child of an attached process gets.
@@ -553,20 +592,8 @@ func TestVIFForeignQdisc(t *testing.T) {
 func TestVIFSocket(t *testing.T) {
 	n := newVIFNet(t)
 	m := n.mount(t)
-	web := m.P("vif/va/web")
-	if err := os.Mkdir(web, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	mustWrite(t, web+"/rate", "3mbit")
-	mustWrite(t, web+"/mode", "shape")
-	recv := n.cmd(n.b, python, "-c", vifReceiver, n.addrB, "5601", "3")
-	rp, _ := recv.StdoutPipe()
-	if err := recv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer recv.Process.Kill()
-	br := bufio.NewReader(rp)
-	br.ReadString('\n')
+	web := shapingVIF(t, m, "web", "3mbit")
+	rate := n.receiver(t, 5601, "3")
 	send := n.cmd(n.a, python, "-c", vifSender, n.addrB, "5601", "5.5")
 	if err := send.Start(); err != nil {
 		t.Fatal(err)
@@ -590,11 +617,7 @@ func TestVIFSocket(t *testing.T) {
 	if err := send.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	line, _ := br.ReadString('\n')
-	got, err := strconv.ParseFloat(strings.TrimSpace(line), 64)
-	if err != nil {
-		t.Fatalf("receiver printed %q", line)
-	}
+	got := rate()
 	t.Logf("a socket attached on its own: %.2f Mbit/s through a 3mbit VIF", got/1e6)
 	if got < 0.7*3e6 || got > 1.3*3e6 {
 		t.Errorf("a socket attached to a 3mbit VIF sent %.2f Mbit/s", got/1e6)
@@ -607,20 +630,8 @@ func TestVIFSocket(t *testing.T) {
 func TestVIFExistingSockets(t *testing.T) {
 	n := newVIFNet(t)
 	m := n.mount(t)
-	web := m.P("vif/va/web")
-	if err := os.Mkdir(web, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	mustWrite(t, web+"/rate", "3mbit")
-	mustWrite(t, web+"/mode", "shape")
-	recv := n.cmd(n.b, python, "-c", vifReceiver, n.addrB, "5701", "3")
-	rp, _ := recv.StdoutPipe()
-	if err := recv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer recv.Process.Kill()
-	br := bufio.NewReader(rp)
-	br.ReadString('\n')
+	web := shapingVIF(t, m, "web", "3mbit")
+	rate := n.receiver(t, 5701, "3")
 	send := n.cmd(n.a, python, "-c", vifSender, n.addrB, "5701", "5.5")
 	if err := send.Start(); err != nil {
 		t.Fatal(err)
@@ -636,11 +647,7 @@ func TestVIFExistingSockets(t *testing.T) {
 	if err := send.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	line, _ := br.ReadString('\n')
-	got, err := strconv.ParseFloat(strings.TrimSpace(line), 64)
-	if err != nil {
-		t.Fatalf("receiver printed %q", line)
-	}
+	got := rate()
 	t.Logf("a running sender attached: %.2f Mbit/s through a 3mbit VIF", got/1e6)
 	if got < 0.7*3e6 || got > 1.3*3e6 {
 		t.Errorf("the existing socket of an attached process sent %.2f Mbit/s through a 3mbit VIF", got/1e6)
@@ -809,24 +816,12 @@ rmdir-users: Permission denied
 // and says what is lost.
 func TestVIFNice(t *testing.T) {
 	n := newVIFNet(t)
-	recv := n.cmd(n.b, python, "-c", vifReceiver, n.addrB, "5301")
-	rp, _ := recv.StdoutPipe()
-	if err := recv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer recv.Process.Kill()
-	br := bufio.NewReader(rp)
-	br.ReadString('\n')
+	rate := n.receiver(t, 5301)
 	out, err := n.cmd(n.a, wirefsBin, "nice", "--iface", "va", "--rate", "3mbit", "--", python, "-c", vifSender, n.addrB, "5301", "4").CombinedOutput()
 	if err != nil || len(out) != 0 {
 		t.Fatalf("wirefs nice: %v\n%s", err, out)
 	}
-	line, _ := br.ReadString('\n')
-	recv.Wait()
-	got, err := strconv.ParseFloat(strings.TrimSpace(line), 64)
-	if err != nil {
-		t.Fatalf("receiver printed %q", line)
-	}
+	got := rate()
 	t.Logf("wirefs nice --rate 3mbit: %.2f Mbit/s", got/1e6)
 	if got < 0.8*3e6 || got > 1.1*3e6 {
 		t.Errorf("wirefs nice --rate 3mbit: the command sent %.2f Mbit/s", got/1e6)
@@ -848,25 +843,21 @@ func TestVIFNice(t *testing.T) {
 // the precise figures are bench/vif's); a socket made by a child of the
 // command is paced too; UDP is not; the status is the command's.
 func niceUnprivileged(t *testing.T, n *vifNet) {
-	recv := n.cmd(n.b, python, "-c", vifReceiver, n.addrB, "5302")
-	rp, _ := recv.StdoutPipe()
-	if err := recv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer recv.Process.Kill()
-	br := bufio.NewReader(rp)
-	br.ReadString('\n')
+	rate := n.receiver(t, 5302)
 	nobody := func(args ...string) *exec.Cmd {
 		return n.cmd(n.a, "setpriv", append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "env", "-i", "PATH=/usr/bin:/bin"}, args...)...)
 	}
 	// The sender is a grandchild (bash forks it): descendants are paced.
-	sender := `import socket, sys
+	sender := `import socket, sys, time
 c = socket.create_connection((sys.argv[1], int(sys.argv[2])))
 print("paced at", c.getsockopt(socket.SOL_SOCKET, 47), flush=True)
 u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.connect((sys.argv[1], 9))
 print("udp at", u.getsockopt(socket.SOL_SOCKET, 47), flush=True)
-` + strings.TrimPrefix(vifSender, "\nimport socket, sys, time\nc = socket.create_connection((sys.argv[1], int(sys.argv[2])))\n")
-	cmd := nobody(wirefsBin, "nice", "--rate", "4mbit", "--", "bash", "-c", `"$@"; exit 3`, "bash", python, "-c", "import time\n"+sender, n.addrB, "5302", "5")
+end = time.time() + float(sys.argv[3]); buf = b"x" * 65536
+while time.time() < end: c.sendall(buf)
+c.close()
+`
+	cmd := nobody(wirefsBin, "nice", "--rate", "4mbit", "--", "bash", "-c", `"$@"; exit 3`, "bash", python, "-c", sender, n.addrB, "5302", "5")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -879,12 +870,7 @@ print("udp at", u.getsockopt(socket.SOL_SOCKET, 47), flush=True)
 	if !strings.Contains(stderr.String(), "no CAP_NET_ADMIN") || !strings.Contains(stderr.String(), "UDP") {
 		t.Errorf("stderr %q does not say what is lost", stderr.String())
 	}
-	line, _ := br.ReadString('\n')
-	recv.Wait()
-	got, err := strconv.ParseFloat(strings.TrimSpace(line), 64)
-	if err != nil {
-		t.Fatalf("receiver printed %q", line)
-	}
+	got := rate()
 	t.Logf("wirefs nice --rate 4mbit as nobody (paced sockets): %.2f Mbit/s", got/1e6)
 	if got < 0.5*4e6 || got > 1.5*4e6 {
 		t.Errorf("the paced command sent %.2f Mbit/s, want about 4", got/1e6)
