@@ -192,6 +192,45 @@ func TestFTP(t *testing.T) {
 	}
 }
 
+// TestFTPServerLimitsLogins: a server that allows 3 logins per address
+// (vsftpd's max_per_ip; wirefs opens up to ftp_connections=32, 30 of them
+// for prefetch): a cold grep -r still succeeds and every byte read through
+// the mount equals the server's, while the server refuses the extra logins
+// ("421 There are too many connections"), which the log says once.
+func TestFTPServerLimitsLogins(t *testing.T) {
+	needFUSE(t)
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	for d := range 4 {
+		for f := range 40 {
+			p := filepath.Join(root, "tree", "d"+strconv.Itoa(d), "f"+strconv.Itoa(f)+".txt")
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			text := strings.Repeat("line "+strconv.Itoa(d*100+f)+"\n", 50+f)
+			if f%7 == 0 {
+				text += "TODO\n"
+			}
+			if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	addr, login, password := testsrv.Vsftpd(t, root, testsrv.VsftpdLocalUser(), testsrv.VsftpdMaxPerIP(3))
+	home := t.TempDir()
+	host, _, _ := strings.Cut(addr, ":")
+	os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine "+host+" login "+login+" password "+password+"\n"), 0o600)
+	m := remoteMount(t, home)
+	dir := "ftp/" + login + "@" + addr
+
+	r := mustOK(t, "grep -r", bash(t, m, 60*time.Second, `grep -rc TODO "$M/$1/tree" | grep -vc ':0$'`, dir))
+	if got := strings.TrimSpace(r.Stdout); got != "24" { // 6 files of 40 in each of 4 directories
+		t.Errorf("grep -r found TODO in %s files, want 24", got)
+	}
+	mustOK(t, "every byte", bash(t, m, 60*time.Second, `cd "$M/$1/tree" && diff -r . "$2"`, dir, filepath.Join(root, "tree")))
+	if n := strings.Count(readFile(m.Log), "refuses more logins"); n != 1 {
+		t.Errorf("the refused logins were logged %d times, want once; log:\n%s", n, readFile(m.Log))
+	}
+}
+
 // TestHTTP: ls -lR and cat over http and https with nginx autoindex;
 // writes are refused with EROFS.
 func TestHTTP(t *testing.T) {

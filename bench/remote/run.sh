@@ -21,6 +21,8 @@
 #                      first non-zero RTT, server requests and bytes on the
 #                      wire for a cold ls -lR and grep -r, per useful byte
 #   BENCH_WIREFS=PATH  measure this wirefs binary instead of building one
+#   BENCH_WIREFS_OPTS=O  mount wirefs (and base) with -o O, e.g.
+#                      ftp_connections=32
 #   BENCH_TIMEOUT=S    bound on one timed command (default 30 s); a cell
 #                      that hits it shows "timeout" (it took longer)
 #
@@ -94,7 +96,7 @@ for r in $RTTS; do [ "$r" != 0 ] && { COST_RTT=$r; break; }; done
 [ -n "$COST_RTT" ] || COST=0
 BIG_MB=64
 NDIRS=40 NFILES=100 # the tree: NDIRS x NFILES files of 1-8 KiB, plus nested levels
-PASV_N=16           # passive FTP data ports of each delayed vsftpd
+PASV_N=64           # passive FTP data ports of each delayed vsftpd (ftp_connections 16 and more)
 
 mkdir -p "$OUT"
 START=$(date +%s)
@@ -457,7 +459,7 @@ RCLONE_OPTS="--vfs-cache-mode full --vfs-write-back 0s"
 # wirefs at BENCH_BASE; wirefs-nopf is wirefs without prefetch.
 NMOUNT=0
 mount_sys() {
-	local sys=$1 proto=$2 rtt=$3 wopts=${4:-} p bin=$WIREFS
+	local sys=$1 proto=$2 rtt=$3 wopts=${4:-${BENCH_WIREFS_OPTS:-}} p bin=$WIREFS
 	NMOUNT=$((NMOUNT + 1))
 	MNT=$OUT/mnt/$sys-$proto
 	CACHE=$OUT/cache/$NMOUNT

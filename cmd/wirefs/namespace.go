@@ -21,6 +21,7 @@ import (
 	"wirefs/internal/protocols"
 	"wirefs/internal/provider/ctl"
 	"wirefs/internal/provider/dns"
+	"wirefs/internal/provider/ftp"
 	"wirefs/internal/provider/netstream"
 	"wirefs/internal/provider/portal"
 	"wirefs/internal/provider/splicefs"
@@ -43,6 +44,7 @@ type nsConfig struct {
 	tRead          time.Duration
 	tWrite         time.Duration
 	acceptNewKeys  bool
+	ftpConnections int
 	// prefetch (internal/cache/prefetch.go)
 	prefetchRequests int
 	prefetchDir      sizeFlag
@@ -62,6 +64,7 @@ func (c *nsConfig) addFlags(fl *pflag.FlagSet) {
 	fl.DurationVar(&c.tRead, "t-read", 30*time.Second, "remote files: trust attributes and data for `DURATION` after validation")
 	fl.DurationVar(&c.tWrite, "t-write", 0, "remote files: write back `DURATION` after close (0: before close returns)")
 	fl.BoolVar(&c.acceptNewKeys, "accept-new-host-keys", false, "sftp: add unknown host keys to known_hosts (changed keys are always refused)")
+	fl.IntVar(&c.ftpConnections, "ftp-connections", ftp.DefaultConnections, "ftp: at most `N` control connections per server, each carrying one transfer")
 	fl.IntVar(&c.prefetchRequests, "prefetch-requests", cache.DefaultPrefetchRequests, "remote files: at most `N` prefetch requests in flight per server (0: no prefetch)")
 	c.prefetchDir = cache.DefaultPrefetchDir
 	fl.Var(&c.prefetchDir, "prefetch-dir", "remote files: fetch ahead up to `SIZE` of a listed directory's files once a program reads one")
@@ -103,6 +106,9 @@ func buildNamespace(c nsConfig, reg *protocols.Registry, log *slog.Logger) (*dae
 		if n.v < 0 || n.v > 4096 {
 			return nil, fmt.Errorf("%s %d: not in 0..4096", n.flag, n.v)
 		}
+	}
+	if c.ftpConnections < 1 || c.ftpConnections > config.MaxFTPConnections {
+		return nil, fmt.Errorf("--ftp-connections %d: not in 1..%d", c.ftpConnections, config.MaxFTPConnections)
 	}
 	res, err := c.resolver()
 	if err != nil {
@@ -232,7 +238,7 @@ func portalNode(p config.Portal, portals *portal.Provider, streams *netstream.Pr
 // that has a flag is given (its default, if nothing else).
 func (c nsConfig) options() config.Options {
 	return config.Options{TRead: &c.tRead, TWrite: &c.tWrite, ReadTimeout: &c.readTimeout,
-		ConnectTimeout: &c.connectTimeout, AcceptNewHostKeys: &c.acceptNewKeys,
+		ConnectTimeout: &c.connectTimeout, AcceptNewHostKeys: &c.acceptNewKeys, FTPConnections: &c.ftpConnections,
 		PrefetchRequests: &c.prefetchRequests, PrefetchDir: (*int64)(&c.prefetchDir),
 		PrefetchFile: (*int64)(&c.prefetchFile), ReaddirAhead: &c.readdirAhead}
 }
@@ -261,7 +267,8 @@ func cacheOptions(p protocols.Protocol, o config.Options, perFile []config.File)
 // remoteOptions are the session settings of protocol p with the options o.
 func remoteOptions(home string, p protocols.Protocol, o config.Options, log *slog.Logger) remote.Options {
 	return remote.Options{Log: log, ConnectTimeout: config.Value(o.ConnectTimeout), Timeout: config.Value(o.ReadTimeout),
-		Home: home, TLS: p.TLS, AcceptNewHostKeys: config.Value(o.AcceptNewHostKeys), Askpass: askpass}
+		Home: home, TLS: p.TLS, AcceptNewHostKeys: config.Value(o.AcceptNewHostKeys), Askpass: askpass,
+		Connections: config.Value(o.FTPConnections)}
 }
 
 // askpass asks the program named by $WIREFS_ASKPASS (or $SSH_ASKPASS), as

@@ -104,6 +104,9 @@ type Options struct {
 	// ReaddirAhead, readdir_ahead: subdirectories listed ahead when a
 	// program lists a directory; 0: none.
 	ReaddirAhead *int
+	// FTPConnections, ftp_connections: FTP control connections per
+	// server (each carries one transfer), 1-256.
+	FTPConnections *int
 	// ReadOnly, ro: refuse every change with EROFS.
 	ReadOnly *bool
 	// AcceptNewHostKeys, accept_new_host_keys: SFTP adds unknown host keys
@@ -131,6 +134,7 @@ func (o Options) Over(base Options) Options {
 		PrefetchDir:       or(o.PrefetchDir, base.PrefetchDir),
 		PrefetchFile:      or(o.PrefetchFile, base.PrefetchFile),
 		ReaddirAhead:      or(o.ReaddirAhead, base.ReaddirAhead),
+		FTPConnections:    or(o.FTPConnections, base.FTPConnections),
 		ReadOnly:          or(o.ReadOnly, base.ReadOnly),
 		AcceptNewHostKeys: or(o.AcceptNewHostKeys, base.AcceptNewHostKeys),
 	}
@@ -302,10 +306,21 @@ func options() []option {
 			return err
 		}},
 		{name: "readdir_ahead", set: func(o *Options, v string) (err error) { o.ReaddirAhead, err = count(v); return err }},
+		{name: "ftp_connections", set: func(o *Options, v string) error {
+			n, err := strconv.Atoi(v)
+			if err == nil && (n < 1 || n > MaxFTPConnections) {
+				err = fmt.Errorf("not in 1..%d", MaxFTPConnections)
+			}
+			o.FTPConnections = &n
+			return err
+		}},
 		{name: "ro", flag: true, set: func(o *Options, _ string) error { o.ReadOnly = new(true); return nil }},
 		{name: "accept_new_host_keys", flag: true, set: func(o *Options, _ string) error { o.AcceptNewHostKeys = new(true); return nil }},
 	}
 }
+
+// MaxFTPConnections bounds ftp_connections and --ftp-connections.
+const MaxFTPConnections = 256
 
 // duration parses a duration that is not negative.
 func duration(v string) (*time.Duration, error) {

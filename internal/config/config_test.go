@@ -78,6 +78,7 @@ func TestParseOptions(t *testing.T) {
 		{"prefetch_dir=16m", Options{PrefetchDir: new(int64(16 << 20))}},
 		{"prefetch_file=0", Options{PrefetchFile: new(int64(0))}},
 		{"readdir_ahead=10", Options{ReaddirAhead: new(10)}},
+		{"ftp_connections=32", Options{FTPConnections: new(32)}},
 		{"ro", Options{ReadOnly: new(true)}},
 		{"accept_new_host_keys", Options{AcceptNewHostKeys: new(true)}},
 		{"t_read=1s t_read=0", Options{TRead: new(time.Duration(0))}}, // the last wins
@@ -197,6 +198,8 @@ func TestParseErrors(t *testing.T) {
 		"/x sftp://h/p prefetch_requests=-1",
 		"/x sftp://h/p prefetch_requests=5000",
 		"/x sftp://h/p prefetch_dir=lots",
+		"/x sftp://h/p ftp_connections=0",
+		"/x sftp://h/p ftp_connections=257",
 		"/x sftp://h/p readdir_ahead=x",
 		"/x sftp://h/p nosuch=1",
 		"/x sftp://h/p ro=1",
@@ -223,7 +226,7 @@ func TestErrorsListWhatIsKnown(t *testing.T) {
 		t.Errorf("unknown scheme: %v", err)
 	}
 	_, err = Parse("/x a://h/ nosuch=1", schemeList{"a"})
-	want := "(known: t_read, t_write, age_percent, dir_ttl, read_timeout, connect_timeout, read_ahead, prefetch_requests, prefetch_dir, prefetch_file, readdir_ahead, ro, accept_new_host_keys)"
+	want := "(known: t_read, t_write, age_percent, dir_ttl, read_timeout, connect_timeout, read_ahead, prefetch_requests, prefetch_dir, prefetch_file, readdir_ahead, ftp_connections, ro, accept_new_host_keys)"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("unknown option: %v", err)
 	}

@@ -161,6 +161,10 @@ type Options struct {
 	// AcceptNewHostKeys lets SFTP add an unknown host's key to
 	// known_hosts (never a changed key), like StrictHostKeyChecking=accept-new.
 	AcceptNewHostKeys bool
+	// Connections bounds the connections of one session where the
+	// protocol needs one per transfer (FTP's control connections, the
+	// ftp_connections mount option); 0: the protocol's default.
+	Connections int
 	// Askpass asks the user for a secret (a password) when nothing else
 	// works, or returns an error; nil means never ask.
 	Askpass func(prompt string) (string, error)

@@ -23,6 +23,7 @@ type VsftpdOption func(*vsftpdSetup)
 
 type vsftpdSetup struct {
 	localUser bool
+	maxPerIP  int
 	pool      **x509.CertPool
 	server    **VsftpdServer
 }
@@ -38,6 +39,12 @@ func VsftpdLocalUser() VsftpdOption { return func(s *vsftpdSetup) { s.localUser 
 func VsftpdTLS(pool **x509.CertPool) VsftpdOption {
 	return func(s *vsftpdSetup) { s.pool = pool }
 }
+
+// VsftpdMaxPerIP limits the sessions one client address may have at
+// once, as servers on the Internet do (vsftpd's max_per_ip): a login
+// beyond them is refused with "421 There are too many connections from
+// your internet address."
+func VsftpdMaxPerIP(n int) VsftpdOption { return func(s *vsftpdSetup) { s.maxPerIP = n } }
 
 // VsftpdControl hands the test the running server so that it can stall,
 // kill and restart it.
@@ -126,6 +133,9 @@ anon_mkdir_write_enable=YES
 anon_other_write_enable=YES
 anon_umask=022
 `, root)
+	}
+	if setup.maxPerIP > 0 {
+		conf += fmt.Sprintf("max_per_ip=%d\n", setup.maxPerIP)
 	}
 	if setup.pool != nil {
 		*setup.pool = nginxCert(t, filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"))

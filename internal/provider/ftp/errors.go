@@ -68,6 +68,30 @@ func errnoFromText(msg string) (syscall.Errno, bool) {
 	return 0, false
 }
 
+// tooManyConnections reports whether err is the server refusing a
+// connection or login because the client has too many already: 421 at
+// the greeting or login (vsftpd's max_per_ip, pyftpdlib's
+// max_cons_per_ip, Pure-FTPd), or a refused login whose text says so
+// (ProFTPD's MaxClientsPerHost answers 530 "Sorry, the maximum number of
+// clients (N) from your host are already connected."; jlaffaye passes a
+// refused USER on as its text alone).
+func tooManyConnections(err error) bool {
+	var reply *textproto.Error
+	if errors.As(err, &reply) && reply.Code == ftplib.StatusNotAvailable {
+		return true
+	}
+	if !errors.As(err, &reply) && !isRefusalText(err) {
+		return false // the connection failed
+	}
+	m := strings.ToLower(err.Error())
+	for _, w := range []string{"too many", "maximum number of", "already connected", "connections from"} {
+		if strings.Contains(m, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // isConnLoss reports whether err means the control connection is no
 // longer usable (as opposed to the server refusing one request on a
 // healthy connection).

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -184,7 +185,7 @@ func TestStatAndList(t *testing.T) {
 func TestReadRange(t *testing.T) {
 	data := randomBytes(3<<20 + 17)
 	f := newFixture(t, map[string]string{"big": string(data)})
-	b := f.dial(t, remote.Options{})
+	b := f.dial(t, remote.Options{Connections: testConns})
 	for _, c := range []struct{ off, n int64 }{
 		{0, -1}, {0, 10}, {1, 1}, {12345, 5000}, {int64(len(data)) - 10, 10},
 		{int64(len(data)) - 10, 100}, // fewer bytes only at the end
@@ -201,7 +202,7 @@ func TestReadRange(t *testing.T) {
 		}
 	}
 	// Abandoned transfers: the connections go back to the pool.
-	for i := 0; i < 2*MaxConns; i++ {
+	for i := 0; i < 2*testConns; i++ {
 		r, err := b.ReadRange(context.Background(), "/big", int64(i)*1000, -1)
 		mustDo(t, err)
 		buf := make([]byte, 100)
@@ -210,8 +211,8 @@ func TestReadRange(t *testing.T) {
 		}
 		mustDo(t, r.Close())
 	}
-	if n := b.liveConns(); n > MaxConns || n < 1 {
-		t.Errorf("%d connections after abandoned reads, want 1..%d", n, MaxConns)
+	if n := b.liveConns(); n > testConns || n < 1 {
+		t.Errorf("%d connections after abandoned reads, want 1..%d", n, testConns)
 	}
 	if _, err := b.Stat(context.Background(), "/big"); err != nil {
 		t.Errorf("Stat after abandoned reads: %v", err)
@@ -454,14 +455,14 @@ func TestFTPS(t *testing.T) {
 func TestPoolMetadataPriority(t *testing.T) {
 	files := map[string]string{}
 	contents := map[string][]byte{}
-	for i := 0; i < 2*MaxConns; i++ {
+	for i := 0; i < 2*testConns; i++ {
 		data := randomBytes(1<<20 + i)
 		name := fmt.Sprintf("f%d", i)
 		files[name] = string(data)
 		contents["/"+name] = data
 	}
 	f := newFixture(t, files)
-	b := f.dial(t, remote.Options{})
+	b := f.dial(t, remote.Options{Connections: testConns})
 	ctx := context.Background()
 
 	// Concurrent whole-file reads, more than there are connections.
@@ -486,13 +487,13 @@ func TestPoolMetadataPriority(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if n := b.liveConns(); n > MaxConns {
-		t.Errorf("%d connections, want at most %d", n, MaxConns)
+	if n := b.liveConns(); n > testConns {
+		t.Errorf("%d connections, want at most %d", n, testConns)
 	}
 
 	// Every transfer slot busy: readers held open.
 	var held []io.ReadCloser
-	for i := 0; i < MaxConns-1; i++ {
+	for i := 0; i < testConns-1; i++ {
 		r, err := b.ReadRange(ctx, fmt.Sprintf("/f%d", i), 0, -1)
 		mustDo(t, err)
 		held = append(held, r)
@@ -531,15 +532,15 @@ func TestPoolMetadataPriority(t *testing.T) {
 // program waits for finds one while every background slot is held.
 func TestPoolForegroundFirst(t *testing.T) {
 	files := map[string]string{}
-	for i := range MaxConns {
+	for i := range testConns {
 		files[fmt.Sprintf("f%d", i)] = string(randomBytes(1 << 20))
 	}
 	f := newFixture(t, files)
-	b := f.dial(t, remote.Options{})
+	b := f.dial(t, remote.Options{Connections: testConns})
 	bgctx := remote.Background(context.Background())
 
 	var held []io.ReadCloser
-	for i := 0; i < MaxConns-2; i++ {
+	for i := 0; i < testConns-2; i++ {
 		r, err := b.ReadRange(bgctx, fmt.Sprintf("/f%d", i), 0, -1)
 		mustDo(t, err)
 		held = append(held, r)
@@ -720,6 +721,10 @@ func TestNoLeaks(t *testing.T) {
 	base.Check(t)
 }
 
+// testConns is the pool size of the tests that fill the pool: small, so
+// that they need few connections and files.
+const testConns = 4
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -736,4 +741,101 @@ func (b *Backend) liveConns() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.live)
+}
+
+// TestServerLimitsLogins: a server that allows fewer logins per address
+// than the session would open (vsftpd's max_per_ip, "421 There are too
+// many connections from your internet address."): every read, in the
+// foreground or ahead, still gets every byte over the connections the
+// server allowed, the refusal is logged once, and no read fails for it.
+func TestServerLimitsLogins(t *testing.T) {
+	const allowed = 3
+	files := map[string]string{}
+	for i := range 24 {
+		files[fmt.Sprintf("f%02d", i)] = string(randomBytes(4<<10 + i))
+	}
+	f := newFixture(t, files, testsrv.VsftpdMaxPerIP(allowed))
+	var logged syncBuffer
+	b := f.dial(t, remote.Options{Connections: 8, Log: slog.New(slog.NewTextHandler(&logged, nil))})
+
+	errs := make(chan error, len(files))
+	for name, want := range files {
+		ctx := context.Background()
+		if len(errs)%2 == 0 && name[2]%2 == 0 {
+			ctx = remote.Background(ctx) // half of them ahead
+		}
+		go func() {
+			r, err := b.ReadRange(ctx, "/"+name, 0, int64(len(want)))
+			if err != nil {
+				errs <- fmt.Errorf("%s: %v", name, err)
+				return
+			}
+			got, err := io.ReadAll(r)
+			r.Close()
+			if err == nil && string(got) != want {
+				err = fmt.Errorf("%s: read back differs", name)
+			}
+			errs <- err
+		}()
+	}
+	for range files {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if n := b.liveConns(); n > allowed {
+		t.Errorf("%d connections, the server allows %d", n, allowed)
+	}
+	if n := strings.Count(logged.String(), "refuses more logins"); n != 1 {
+		t.Errorf("the refusal was logged %d times, want once:\n%s", n, logged.String())
+	}
+	if _, err := b.List(context.Background(), "/"); err != nil {
+		t.Errorf("List after the refusals: %v", err)
+	}
+}
+
+// TestServerAllowsTwoLogins: with only two connections there is none to
+// spare for transfers ahead: they fail at once (a prefetch is given up,
+// not queued for ever), and the program's own reads go through.
+func TestServerAllowsTwoLogins(t *testing.T) {
+	f := newFixture(t, map[string]string{"a": "aaaa", "b": "bbbb"}, testsrv.VsftpdMaxPerIP(2))
+	b := f.dial(t, remote.Options{Connections: 8})
+	ctx := context.Background()
+	// Both connections held: a read ahead meets the server's limit.
+	r1, err := b.ReadRange(ctx, "/a", 0, -1)
+	mustDo(t, err)
+	r2, err := b.ReadRange(ctx, "/b", 0, -1)
+	mustDo(t, err)
+	_, err = b.ReadRange(remote.Background(ctx), "/a", 0, -1)
+	wantErrno(t, "a read ahead with two connections held", err, syscall.EAGAIN)
+	r1.Close()
+	r2.Close()
+	// Now the limit is known: even with both idle, none is spare.
+	_, err = b.ReadRange(remote.Background(ctx), "/a", 0, -1)
+	wantErrno(t, "a read ahead with two connections idle", err, syscall.EAGAIN)
+	if got := readAll(t, b, "/b", 0, -1); string(got) != "bbbb" {
+		t.Errorf("foreground read: %q", got)
+	}
+	if n := b.liveConns(); n != 2 {
+		t.Errorf("%d connections, the server allows 2", n)
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger written from several
+// goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
 }

@@ -1,6 +1,10 @@
 package ftp
 
 import (
+	"errors"
+	"fmt"
+	"io"
+	"net/textproto"
 	"os"
 	"strings"
 	"syscall"
@@ -221,6 +225,63 @@ func TestServerPath(t *testing.T) {
 		b := &Backend{home: c.home}
 		if got := b.serverPath(c.p); got != c.want {
 			t.Errorf("home %q: serverPath(%q) = %q, want %q", c.home, c.p, got, c.want)
+		}
+	}
+}
+
+func TestPassivePort(t *testing.T) {
+	for _, c := range []struct {
+		code int
+		msg  string
+		want int // 0: an error
+	}{
+		{229, "Entering Extended Passive Mode (|||27846|)", 27846},
+		{229, "Extended Passive Mode Entered (!!!1024!)", 1024},
+		{227, "Entering Passive Mode (127,0,0,1,108,199).", 108<<8 | 199},
+		{227, "Entering Passive Mode (127, 0, 0, 1, 4, 1)", 1025},
+		{229, "Entering Extended Passive Mode (|||0|)", 0},
+		{229, "Entering Extended Passive Mode (|||70000|)", 0},
+		{229, "Entering Extended Passive Mode (||127.0.0.1|21|)", 0},
+		{229, "no parenthesis", 0},
+		{227, "Entering Passive Mode (127,0,0,1,300,1)", 0},
+		{227, "Entering Passive Mode (127,0,0,1,1)", 0},
+		{200, "(|||21|)", 0},
+	} {
+		got, err := passivePort(c.code, c.msg)
+		if c.want == 0 && err == nil || c.want != 0 && (err != nil || got != c.want) {
+			t.Errorf("passivePort(%d, %q) = %d, %v; want %d", c.code, c.msg, got, err, c.want)
+		}
+	}
+}
+
+func FuzzPassivePort(f *testing.F) {
+	f.Add(229, "Entering Extended Passive Mode (|||27846|)")
+	f.Add(227, "Entering Passive Mode (127,0,0,1,108,199).")
+	f.Add(229, "(|||)")
+	f.Fuzz(func(t *testing.T, code int, msg string) {
+		port, err := passivePort(code, msg)
+		if err == nil && (port < 1 || port > 65535) {
+			t.Fatalf("passivePort(%d, %q) = %d", code, msg, port)
+		}
+	})
+}
+
+func TestTooManyConnections(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&textproto.Error{Code: 421, Msg: "There are too many connections from your internet address."}, true},
+		{&textproto.Error{Code: 421, Msg: "Too many connections from the same IP address."}, true},
+		{&textproto.Error{Code: 530, Msg: "Sorry, the maximum number of clients (3) from your host are already connected."}, true},
+		{errors.New("Sorry, the maximum number of clients (3) from your host are already connected."), true},
+		{&textproto.Error{Code: 530, Msg: "Login incorrect."}, false},
+		{errors.New("Login incorrect."), false},
+		{fmt.Errorf("read: %w", syscall.ECONNRESET), false},
+		{io.EOF, false},
+	} {
+		if got := tooManyConnections(c.err); got != c.want {
+			t.Errorf("tooManyConnections(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/textproto"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,14 +22,19 @@ import (
 	"wirefs/internal/remote/session"
 )
 
-// MaxConns bounds the logged-in control connections of one session. FTP
-// carries one transfer per connection, so this is also how many transfers
-// run at once; one connection is kept for metadata (MaxConns-1 transfers
-// at most) so that Stat, List and Mkdir never wait behind reads, and one
-// more for foreground transfers: background ones (remote.Background, the
-// cache's prefetch) hold at most MaxConns-2, so a read a program waits
-// for never queues behind them.
-const MaxConns = 4
+// DefaultConnections is how many logged-in control connections a session
+// keeps at most (Options.Connections, the ftp_connections mount option).
+// FTP carries one transfer per connection, and a small file costs about
+// two and a half round trips however small (EPSV, the data connection,
+// RETR), so files are fetched in parallel over many connections: far from
+// the server, a cold grep -r of a few thousand files needs tens of them.
+// Of the connections, one is kept for metadata (Stat, List and Mkdir
+// never wait behind reads), and one more for foreground transfers:
+// background ones (remote.Background, the cache's prefetch) hold at most
+// all but two, so a read a program waits for never queues behind them.
+// Servers that allow fewer logins per address refuse the others (421);
+// the session then keeps what it has (see refusedLogin).
+const DefaultConnections = 32
 
 // poolTimes are the pool's clocks; tests shorten them.
 type poolTimes struct {
@@ -55,99 +62,173 @@ type pconn struct {
 	data   net.Conn // the open data connection, closed by kill
 	killed bool
 
-	capture io.Writer // when set, data read by the next listing is copied here
+	capture io.Writer         // when set, data read by the next listing is copied here
+	replies *textproto.Reader // replies to what send sent (reply)
 
-	broken    bool // a follow-up command lost the connection: discard, do not reuse
-	transfer  bool // leased with a transfer slot
-	ahead     bool // and a background one
-	reused    bool // came from the idle list (it may have gone stale)
+	broken    bool  // a follow-up command lost the connection: discard, do not reuse
+	lease     lease // the bounds it is leased under
+	reused    bool  // came from the idle list (it may have gone stale)
 	lastUsed  time.Time
 	lastAlive time.Time
 }
 
-// get leases a connection for op on p: an idle one or a new one.
-// transfer selects the slot class: transfers may hold at most MaxConns-1
-// connections, background transfers (remote.IsBackground(ctx)) MaxConns-2.
-func (b *Backend) get(ctx context.Context, transfer bool, op, p string) (*pconn, error) {
-	ahead := transfer && remote.IsBackground(ctx)
-	var sems []chan struct{}
-	if ahead {
-		sems = append(sems, b.background)
-	}
-	if transfer {
-		sems = append(sems, b.transfers)
-	}
-	sems = append(sems, b.slots)
-	for i, sem := range sems {
-		select {
-		case sem <- struct{}{}:
-			continue
-		case <-ctx.Done():
-		case <-b.done:
-		}
-		for _, held := range sems[:i] {
-			<-held
-		}
-		if ctx.Err() != nil {
-			return nil, b.srv.Wrap(op, p, session.Interrupted(ctx))
-		}
-		return nil, b.srv.Wrap(op, p, session.ErrClosed)
-	}
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		b.release(transfer, ahead)
-		return nil, b.srv.Wrap(op, p, session.ErrClosed)
-	}
-	if n := len(b.idle); n > 0 {
-		pc := b.idle[n-1] // the most recently used: the least likely to be stale
-		b.idle = b.idle[:n-1]
-		b.mu.Unlock()
-		pc.transfer, pc.ahead, pc.reused = transfer, ahead, true
-		return pc, nil
-	}
-	b.mu.Unlock()
-	pc, err := b.dial(ctx, op, p)
-	if err != nil {
-		b.release(transfer, ahead)
-		return nil, err
-	}
-	pc.transfer, pc.ahead = transfer, ahead
-	return pc, nil
+// lease is what a leased connection holds of the pool's bounds.
+type lease struct {
+	transfer bool // a transfer: at most limit-1 at once
+	ahead    bool // a background transfer: at most limit-2 at once
 }
 
-// release gives back the slots of a lease.
-func (b *Backend) release(transfer, ahead bool) {
-	<-b.slots
-	if transfer {
-		<-b.transfers
+// fits reports whether one more lease l stays within the bounds; b.mu is
+// held.
+func (b *Backend) fits(l lease) bool {
+	transfers := max(b.limit-1, 1) // with one connection, everything shares it
+	return b.leased < b.limit &&
+		(!l.transfer || b.leasedTransfers < transfers) &&
+		(!l.ahead || b.leasedAhead < b.limit-2)
+}
+
+// take counts lease l in (give: out) and wakes the waiters when a lease
+// ends; b.mu is held.
+func (b *Backend) take(l lease, n int) {
+	b.leased += n
+	if l.transfer {
+		b.leasedTransfers += n
 	}
-	if ahead {
-		<-b.background
+	if l.ahead {
+		b.leasedAhead += n
 	}
+	if n < 0 {
+		b.wakeWaiters()
+	}
+}
+
+// wakeWaiters wakes every get waiting for the bounds to change; b.mu is
+// held.
+func (b *Backend) wakeWaiters() {
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// get leases a connection for op on p: an idle one or a new one.
+// transfer selects the slot class: transfers may hold at most limit-1
+// connections, background transfers (remote.IsBackground(ctx)) limit-2;
+// a background transfer on a server that allows fewer than three
+// connections fails at once (a prefetch is given up, never queued for
+// ever).
+func (b *Backend) get(ctx context.Context, transfer bool, op, p string) (*pconn, error) {
+	l := lease{transfer: transfer, ahead: transfer && remote.IsBackground(ctx)}
+	for {
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return nil, b.srv.Wrap(op, p, session.ErrClosed)
+		}
+		if l.ahead && b.limit < 3 {
+			b.mu.Unlock()
+			return nil, b.srv.Errorf(syscall.EAGAIN, op, p, "no connection to spare for a transfer ahead (the server allows %d)", b.limit)
+		}
+		if !b.fits(l) {
+			changed := b.changed
+			b.mu.Unlock()
+			select {
+			case <-changed:
+				continue
+			case <-ctx.Done():
+				return nil, b.srv.Wrap(op, p, session.Interrupted(ctx))
+			case <-b.done:
+				return nil, b.srv.Wrap(op, p, session.ErrClosed)
+			}
+		}
+		b.take(l, 1)
+		if n := len(b.idle); n > 0 {
+			pc := b.idle[n-1] // the most recently used: the least likely to be stale
+			b.idle = b.idle[:n-1]
+			b.mu.Unlock()
+			pc.lease, pc.reused = l, true
+			return pc, nil
+		}
+		b.dialing++
+		b.mu.Unlock()
+		pc, err := b.dial(ctx, op, p)
+		b.mu.Lock()
+		b.dialing--
+		if err == nil && !b.closed {
+			b.live[pc] = struct{}{}
+			// A lowered bound was a guess (refusedLogin): the
+			// server accepts at least what it logged in.
+			b.limit = max(b.limit, min(len(b.live), b.max))
+			b.mu.Unlock()
+			pc.lease = l
+			return pc, nil
+		}
+		b.take(l, -1)
+		again := err != nil && b.refusedLogin(err)
+		b.mu.Unlock()
+		switch {
+		case err == nil: // closed meanwhile
+			pc.kill()
+			return nil, b.srv.Wrap(op, p, session.ErrClosed)
+		case again && ctx.Err() == nil:
+			continue // wait for one of the connections it has
+		}
+		return nil, err
+	}
+}
+
+// refusedLogin handles a login the server refused because the client
+// has too many connections (vsftpd's max_per_ip, pyftpdlib's
+// max_cons_per_ip: "421 too many connections"): when the session has
+// others, it keeps those (the bound becomes their number, logged once)
+// and reports true: the lease waits for one of them. b.mu is held.
+func (b *Backend) refusedLogin(err error) bool {
+	if ns.Errno(err) != syscall.EUSERS || len(b.live) == 0 {
+		return false
+	}
+	// The server allows those it logged in, and perhaps the logins
+	// still under way: each refusal guesses again, each success raises
+	// the guess (dial), so once the logins settle it is what the server
+	// took.
+	if guess := len(b.live) + b.dialing; guess < b.limit {
+		b.limit = guess
+		b.wakeWaiters() // a background lease may have to give up now
+	}
+	if !b.warnedLimit {
+		b.warnedLimit = true
+		b.log.Warn("ftp: the server refuses more logins from this client; using the connections it has",
+			"server", b.srv.Host, "connections", b.limit, "err", err)
+	}
+	return true
+}
+
+// release gives back the bounds a lease held.
+func (b *Backend) release(l lease) {
+	b.mu.Lock()
+	b.take(l, -1)
+	b.mu.Unlock()
 }
 
 // put returns a healthy connection to the idle list.
 func (b *Backend) put(pc *pconn) {
 	pc.lastAlive = time.Now()
 	// Read before pc is idle: another goroutine may lease it at once.
-	transfer, ahead := pc.transfer, pc.ahead
+	l := pc.lease
 	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		pc.quit()
-	} else {
+	closed := b.closed
+	if !closed {
 		b.idle = append(b.idle, pc)
-		b.mu.Unlock()
 	}
-	b.release(transfer, ahead)
+	b.take(l, -1)
+	b.mu.Unlock()
+	if closed {
+		pc.quit()
+	}
 }
 
 // discard closes a connection that failed; it is not reused.
 func (b *Backend) discard(pc *pconn) {
 	pc.kill()
 	b.forget(pc)
-	b.release(pc.transfer, pc.ahead)
+	b.release(pc.lease)
 }
 
 // dropIdle closes every idle connection: after one turned out dead, the
@@ -169,7 +250,8 @@ func (b *Backend) forget(pc *pconn) {
 	b.mu.Unlock()
 }
 
-// dial opens and logs in a new control connection for op on p.
+// dial opens and logs in a new control connection for op on p; get
+// counts it live.
 func (b *Backend) dial(ctx context.Context, op, p string) (*pconn, error) {
 	pc := &pconn{b: b}
 	stop := context.AfterFunc(ctx, pc.kill)
@@ -192,6 +274,9 @@ func (b *Backend) dial(ctx context.Context, op, p string) (*pconn, error) {
 	sc, err := ftplib.Dial(b.addr, opts...)
 	if err != nil {
 		pc.kill()
+		if tooManyConnections(err) && ctx.Err() == nil {
+			return nil, b.srv.Errorf(syscall.EUSERS, op, p, "the server refuses more connections from this client: %v", err)
+		}
 		var nsErr *ns.Error // dialControl's own: no FTPS
 		if errors.As(err, &nsErr) && ctx.Err() == nil {
 			return nil, b.srv.Error(nsErr.Errno, op, p, err)
@@ -201,6 +286,9 @@ func (b *Backend) dial(ctx context.Context, op, p string) (*pconn, error) {
 	pc.sc = sc
 	if err := sc.Login(b.user, b.password); err != nil {
 		pc.kill()
+		if tooManyConnections(err) && ctx.Err() == nil {
+			return nil, b.srv.Errorf(syscall.EUSERS, op, p, "the server refuses more logins from this client: %v", err)
+		}
 		var reply *textproto.Error
 		if !errors.As(err, &reply) && isRefusalText(err) && ctx.Err() == nil {
 			// jlaffaye reports a refused USER with the reply's text alone.
@@ -218,16 +306,6 @@ func (b *Backend) dial(ctx context.Context, op, p string) (*pconn, error) {
 	pc.ctrl.SetTimeout(b.srv.Timeout)
 	now := time.Now()
 	pc.lastUsed, pc.lastAlive = now, now
-	b.mu.Lock()
-	closed := b.closed
-	if !closed {
-		b.live[pc] = struct{}{}
-	}
-	b.mu.Unlock()
-	if closed {
-		pc.kill()
-		return nil, b.srv.Wrap(op, p, session.ErrClosed)
-	}
 	return pc, nil
 }
 
@@ -334,17 +412,181 @@ func (pc *pconn) quit() {
 // raw sends a command jlaffaye has no method for and reads the reply;
 // errors are *textproto.Error for refusals, like jlaffaye's.
 func (pc *pconn) raw(cmd string) (string, error) {
-	if strings.ContainsAny(cmd, "\r\n") {
-		return "", ftplib.ErrInvalidCommand
-	}
-	if _, err := io.WriteString(pc.cmds, cmd+"\r\n"); err != nil {
+	if err := pc.send(cmd); err != nil {
 		return "", err
 	}
-	// Between commands jlaffaye's reader has nothing buffered (each
-	// reply is read whole), and the server sends nothing unasked, so a
-	// reader of our own sees exactly this reply.
-	_, msg, err := textproto.NewReader(bufio.NewReader(pc.cmds)).ReadResponse(2)
+	_, msg, err := pc.reply(2)
 	return msg, err
+}
+
+// send writes commands in one write: a server reads and answers them in
+// order, so several cost one round trip, not one each (RFC 959 lets a
+// client send the next command before the reply; vsftpd, ProFTPD and
+// pyftpdlib read commands as a stream). Only commands whose outcome the
+// next ones may ignore go together.
+func (pc *pconn) send(cmds ...string) error {
+	var b strings.Builder
+	for _, cmd := range cmds {
+		if strings.ContainsAny(cmd, "\r\n") {
+			return ftplib.ErrInvalidCommand
+		}
+		b.WriteString(cmd + "\r\n")
+	}
+	_, err := io.WriteString(pc.cmds, b.String())
+	return err
+}
+
+// reply reads the server's next reply to a command sent with send; a
+// code that is not of class want (1-5) is a *textproto.Error, as
+// jlaffaye's are. Between commands jlaffaye's own reader has nothing
+// buffered (it reads each reply whole, and the server sends nothing
+// unasked), and so has this one once every reply to what send sent was
+// read: the two take turns on the control connection.
+func (pc *pconn) reply(want int) (int, string, error) {
+	if pc.replies == nil {
+		pc.replies = textproto.NewReader(bufio.NewReader(pc.cmds))
+	}
+	return pc.replies.ReadResponse(want)
+}
+
+// stor sends r to the file sp (on the server) and returns the bytes sent:
+// EPSV (PASV once EPSV failed) and STOR go in one write, and the data as
+// soon as the data connection is up, without waiting for the server's
+// 150, which tells only that it accepted the connection: two round trips
+// less than jlaffaye's Stor. A refusal (553, 550) arriving while the data
+// are sent stops them.
+func (pc *pconn) stor(sp string, r io.Reader) error {
+	b := pc.b
+	pasv := b.noEPSV.Load()
+	verb := "EPSV"
+	if pasv {
+		verb = "PASV"
+	}
+	if err := pc.send(verb, "STOR "+sp); err != nil {
+		return err
+	}
+	code, msg, err := pc.reply(2)
+	if err != nil {
+		var reply *textproto.Error
+		if !errors.As(err, &reply) {
+			return err
+		}
+		// STOR was refused too (no data connection): read that.
+		if _, _, serr := pc.reply(1); serr != nil {
+			var sreply *textproto.Error
+			if !errors.As(serr, &sreply) {
+				return serr
+			}
+		}
+		if !pasv && reply.Code/100 == 5 {
+			if !b.noEPSV.Swap(true) {
+				b.log.Info("ftp: the server refuses EPSV; using PASV from now on", "server", b.srv.Host, "err", err)
+			}
+			return pc.stor(sp, r)
+		}
+		return err
+	}
+	addr, err := b.dataAddr(code, msg)
+	if err != nil {
+		pc.broken = true // STOR waits for a connection that never comes
+		return err
+	}
+	data, err := pc.dialData(addr)
+	if err != nil {
+		return err // the control connection is out of step: lost
+	}
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := pc.reply(1) // 150 (or 125), or a refusal
+		if err != nil {
+			data.Close() // the server will not read: stop the copy
+		}
+		first <- err
+	}()
+	n, cerr := io.Copy(data, r)
+	if hs, ok := data.(interface{ Handshake() error }); ok && n == 0 && cerr == nil {
+		// An empty file over TLS: the handshake that a first write
+		// would have made (ProFTPD refuses the transfer without it).
+		cerr = hs.Handshake()
+	}
+	if err := data.Close(); err != nil && cerr == nil {
+		cerr = err
+	}
+	if err := <-first; err != nil {
+		return err
+	}
+	if _, _, err := pc.reply(2); err != nil { // 226, or why the transfer failed
+		return errors.Join(err, cerr)
+	}
+	return cerr
+}
+
+// dataAddr is the address of the data connection that an EPSV (229) or
+// PASV (227) reply announces; like jlaffaye (and for the same reason: NAT
+// and hostile servers), the host is always the control connection's.
+func (b *Backend) dataAddr(code int, msg string) (string, error) {
+	host, _, err := net.SplitHostPort(b.addr)
+	if err != nil {
+		return "", err
+	}
+	port, err := passivePort(code, msg)
+	if err != nil {
+		return "", ns.Errorf(syscall.EIO, "the server's passive reply is not understood: %d %s", code, msg)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port)), nil
+}
+
+// passivePort reads the port of an EPSV reply, "229 Entering Extended
+// Passive Mode (|||PORT|)", or of a PASV reply, "227 Entering Passive
+// Mode (h1,h2,h3,h4,p1,p2)".
+func passivePort(code int, msg string) (int, error) {
+	open, end := strings.IndexByte(msg, '('), strings.LastIndexByte(msg, ')')
+	if open < 0 || end < open {
+		return 0, errors.New("no parenthesis")
+	}
+	inner := msg[open+1 : end]
+	var port int
+	switch code {
+	case ftplib.StatusExtendedPassiveMode:
+		// The delimiter is the first character (RFC 2428: any of
+		// 33-126; "|" in practice): d d d PORT d.
+		if len(inner) < 5 {
+			return 0, errors.New("too short")
+		}
+		d := inner[:1]
+		f := strings.Split(inner, d)
+		if len(f) != 5 || f[1] != "" || f[2] != "" || f[4] != "" {
+			return 0, errors.New("not (|||PORT|)")
+		}
+		p, err := strconv.Atoi(f[3])
+		if err != nil {
+			return 0, err
+		}
+		port = p
+	case ftplib.StatusPassiveMode:
+		f := strings.Split(inner, ",")
+		if len(f) != 6 {
+			return 0, errors.New("not six numbers")
+		}
+		var hi, lo int
+		var err error
+		if hi, err = strconv.Atoi(strings.TrimSpace(f[4])); err != nil {
+			return 0, err
+		}
+		if lo, err = strconv.Atoi(strings.TrimSpace(f[5])); err != nil {
+			return 0, err
+		}
+		if hi < 0 || hi > 255 || lo < 0 || lo > 255 {
+			return 0, errors.New("port byte out of range")
+		}
+		port = hi<<8 | lo
+	default:
+		return 0, fmt.Errorf("reply %d", code)
+	}
+	if port < 1 || port > 65535 {
+		return 0, fmt.Errorf("port %d", port)
+	}
+	return port, nil
 }
 
 // janitor keeps idle connections alive with NOOPs and closes those unused
@@ -386,15 +628,15 @@ func (b *Backend) tidy() {
 	for _, pc := range ping {
 		// A NOOP occupies the connection: it takes a slot like any
 		// operation, or waits for the next round.
-		select {
-		case b.slots <- struct{}{}:
-		default:
-			b.mu.Lock()
+		b.mu.Lock()
+		if !b.fits(lease{}) {
 			b.idle = append(b.idle, pc)
 			b.mu.Unlock()
 			continue
 		}
-		pc.transfer, pc.ahead = false, false
+		b.take(lease{}, 1)
+		b.mu.Unlock()
+		pc.lease = lease{}
 		if err := pc.sc.NoOp(); err != nil {
 			b.log.Debug("ftp: idle connection lost", "server", b.srv.Host, "err", err)
 			b.discard(pc)
