@@ -13,6 +13,16 @@
  *                                 synchronous wake-up (Linux 6.6); "noread"
  *                                 leaves out the read of the path
  *
+ *   catchfloor connect N PORT [sync]
+ *                                 open("/net/tcp/127.0.0.1:PORT") + close N
+ *                                 times in a child whose open and openat trap
+ *                                 to a minimal C supervisor: receive, read the
+ *                                 path, socket + TCP_NODELAY + a blocking
+ *                                 connect to 127.0.0.1:PORT, ADDFD with SEND,
+ *                                 close its copy; prints "MEDIAN_NS N" of one
+ *                                 open+close
+ *                                 (the floor of bench/catch.sh's row (c))
+ *
  * The loop is what `wirefs run -- catchfloor loop N` times too, so
  *   (wirefs run) - (floor)   is what the Go supervisor adds per call,
  *   (floor) - (native loop)  is the kernel's round trip, the floor.
@@ -36,6 +46,9 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,7 +82,17 @@ static void loop(long n, const char *path) {
 	printf("%.0f %ld\n", (t1 - t0) / n, n);
 }
 
-static int install_filter(void) {
+static int install_filter(int opens) {
+	struct sock_filter fopen[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_open, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+	};
 	struct sock_filter f[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
@@ -82,6 +105,8 @@ static int install_filter(void) {
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
 	};
 	struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
+	if (opens)
+		prog = (struct sock_fprog){.len = sizeof fopen / sizeof fopen[0], .filter = fopen};
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		die("prctl");
 	int fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
@@ -116,7 +141,49 @@ static int recv_fd(int sock) {
 	return fd;
 }
 
-static void floor_run(long n, int sync, int readpath) {
+static int cmp_double(const void *a, const void *b) {
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* connects: open+close of a /net name, n times (under the supervisor);
+ * prints the median in ns. */
+static void connects(long n, int port) {
+	char name[64];
+	snprintf(name, sizeof name, "/net/tcp/127.0.0.1:%d", port);
+	double *v = calloc(n, sizeof *v);
+	for (long i = -200; i < n; i++) { /* 200 to warm up */
+		double t0 = now_ns();
+		int fd = open(name, O_RDWR);
+		if (fd < 0)
+			die("open");
+		close(fd);
+		if (i >= 0)
+			v[i] = now_ns() - t0;
+	}
+	qsort(v, n, sizeof *v, cmp_double);
+	printf("%.0f %ld\n", v[n / 2], n);
+}
+
+/* serve_connect answers a trapped open with a connected socket. */
+static void serve_connect(int fd, struct seccomp_notif *req, int port) {
+	char path[256];
+	struct iovec local = {path, sizeof path};
+	int arg = req->data.nr == SYS_open ? 0 : 1;
+	struct iovec remote = {(void *)req->data.args[arg], sizeof path};
+	process_vm_readv(req->pid, &local, 1, &remote, 1, 0);
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	if (connect(s, (struct sockaddr *)&sa, sizeof sa) < 0)
+		die("connect");
+	struct seccomp_notif_addfd a = {.id = req->id, .flags = SECCOMP_ADDFD_FLAG_SEND, .srcfd = s};
+	ioctl(fd, SECCOMP_IOCTL_NOTIF_ADDFD, &a);
+	close(s);
+}
+
+static void floor_run(long n, int sync, int readpath, int port) {
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) < 0)
 		die("socketpair");
@@ -125,13 +192,16 @@ static void floor_run(long n, int sync, int readpath) {
 		die("fork");
 	if (pid == 0) {
 		close(sv[0]);
-		int fd = install_filter();
+		int fd = install_filter(port != 0);
 		send_fd(sv[1], fd);
 		close(fd);
 		char c;
 		if (read(sv[1], &c, 1) != 1) /* the supervisor is ready */
 			die("read");
-		loop(n, "/etc/hostname");
+		if (port)
+			connects(n, port);
+		else
+			loop(n, "/etc/hostname");
 		fflush(stdout);
 		_exit(0);
 	}
@@ -152,6 +222,10 @@ static void floor_run(long n, int sync, int readpath) {
 				continue;
 			return; /* the child exited */
 		}
+		if (port) {
+			serve_connect(fd, &req, port);
+			continue;
+		}
 		struct iovec local = {path, sizeof path};
 		int arg = req.data.nr == SYS_stat ? 0 : 1;
 		struct iovec remote = {(void *)req.data.args[arg], sizeof path};
@@ -166,14 +240,16 @@ static void floor_run(long n, int sync, int readpath) {
 
 int main(int argc, char **argv) {
 	if (argc < 3) {
-		fprintf(stderr, "usage: catchfloor loop N [PATH] | floor N [sync|async [noread]]\n");
+		fprintf(stderr, "usage: catchfloor loop N [PATH] | floor N [sync|async [noread]] | connect N PORT [sync]\n");
 		return 2;
 	}
 	long n = atol(argv[2]);
 	if (strcmp(argv[1], "loop") == 0)
 		loop(n, argc > 3 ? argv[3] : "/etc/hostname");
 	else if (strcmp(argv[1], "floor") == 0)
-		floor_run(n, argc > 3 && strcmp(argv[3], "sync") == 0, !(argc > 4 && strcmp(argv[4], "noread") == 0));
+		floor_run(n, argc > 3 && strcmp(argv[3], "sync") == 0, !(argc > 4 && strcmp(argv[4], "noread") == 0), 0);
+	else if (strcmp(argv[1], "connect") == 0 && argc > 3)
+		floor_run(n, argc > 4 && strcmp(argv[4], "sync") == 0, 1, atoi(argv[3]));
 	else {
 		fprintf(stderr, "catchfloor: unknown mode %s\n", argv[1]);
 		return 2;

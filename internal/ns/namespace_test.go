@@ -521,6 +521,60 @@ func TestSocketHandle(t *testing.T) {
 	}
 }
 
+func TestSocketFile(t *testing.T) {
+	a, b := tcpPair(t)
+	f, err := a.(*net.TCPConn).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close() // f is the socket now
+	released := 0
+	h := SocketFile(f, func() { released++ })
+	if kf, err := h.(KernelObject).KernelFile(); kf != f || err != nil {
+		t.Fatalf("KernelFile = %v, %v; want the file itself", kf, err)
+	}
+	ctx := context.Background()
+	if n, err := h.(Writer).Write(ctx, []byte("ping")); n != 4 || err != nil {
+		t.Fatalf("Write = %d, %v", n, err)
+	}
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(b, buf); err != nil || string(buf) != "ping" {
+		t.Fatalf("peer read %q, %v", buf, err)
+	}
+	b.Write([]byte("pong"))
+	if n, err := h.(Reader).Read(ctx, buf); err != nil || n == 0 || string(buf[:n]) != "pong"[:n] {
+		t.Fatalf("Read = %q, %v", buf[:n], err)
+	}
+	if err := h.Close(); err != nil || released != 1 {
+		t.Fatalf("Close: %v, release ran %d times", err, released)
+	}
+	// The peer sees the end: no copy of the socket is left open.
+	b.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := b.Read(buf); n != 0 || err != io.EOF {
+		t.Fatalf("peer after Close: %d, %v; want EOF", n, err)
+	}
+	if n, err := h.(Reader).Read(ctx, buf); n != 0 || err != nil {
+		t.Fatalf("Read after Close = %d, %v; want EOF", n, err)
+	}
+}
+
+// A socket file closed before anything was read or written never makes
+// a net.Conn, and reads as EOF.
+func TestSocketFileClosedUnused(t *testing.T) {
+	a, _ := tcpPair(t)
+	f, err := a.(*net.TCPConn).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := SocketFile(f, nil)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := h.(Reader).Read(context.Background(), make([]byte, 1)); n != 0 || err != nil {
+		t.Fatalf("Read after Close = %d, %v; want EOF", n, err)
+	}
+}
+
 func TestSocketHandleNoKernelFile(t *testing.T) {
 	c1, c2 := net.Pipe()
 	defer c2.Close()

@@ -59,6 +59,73 @@ func (s *socketHandle) KernelFile() (*os.File, error) {
 	return s.file, s.fileErr
 }
 
+// SocketFile makes a connected socket that a provider made itself (a
+// blocking connect(2)) a handle, as Socket does for a net.Conn, with
+// nothing spent on what a door that injects it never uses: KernelFile is
+// f as it is (no duplicate, no registration with Go's poller, its
+// blocking mode kept), which is what the catcher door gives the program.
+// Read and Write, for a door that serves the socket, go through a
+// net.Conn made from f when first needed. release, if not nil, runs at
+// Close.
+func SocketFile(f *os.File, release func()) Handle {
+	return &socketFile{f: f, release: release}
+}
+
+type socketFile struct {
+	f        *os.File
+	release  func()
+	connOnce sync.Once
+	conn     *socketHandle // served through Go's poller, once Read or Write asked
+	connErr  error
+}
+
+func (s *socketFile) KernelFile() (*os.File, error) { return s.f, nil }
+
+// served is the socket as a net.Conn, made at the first Read or Write.
+// It shares f's open file description, which it makes non-blocking: only
+// the daemon holds a socket it serves.
+func (s *socketFile) served() (*socketHandle, error) {
+	s.connOnce.Do(func() {
+		c, err := net.FileConn(s.f)
+		if err != nil {
+			s.connErr = err
+			return
+		}
+		s.conn = &socketHandle{conn: c}
+	})
+	return s.conn, s.connErr
+}
+
+func (s *socketFile) Read(ctx context.Context, p []byte) (int, error) {
+	c, err := s.served()
+	if errors.Is(err, net.ErrClosed) {
+		return 0, nil // closed by our own shutdown: EOF, as Socket's
+	}
+	if err != nil {
+		return 0, err
+	}
+	return c.Read(ctx, p)
+}
+
+func (s *socketFile) Write(ctx context.Context, p []byte) (int, error) {
+	c, err := s.served()
+	if err != nil {
+		return 0, err
+	}
+	return c.Write(ctx, p)
+}
+
+func (s *socketFile) Close() error {
+	if s.release != nil {
+		s.release()
+	}
+	s.connOnce.Do(func() { s.connErr = net.ErrClosed }) // no net.Conn from now on
+	if s.conn != nil {
+		s.conn.conn.Close()
+	}
+	return s.f.Close()
+}
+
 // pastDeadline is any time in the past: setting it as a deadline wakes a
 // blocked call at once.
 var pastDeadline = time.Unix(1, 0)

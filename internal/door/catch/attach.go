@@ -62,6 +62,7 @@ func Attach(n *ns.Namespace, pid int, o Options) error {
 	defer cancel()
 	s := newServer(ctx, listener, n, names, mnt, sv, new(sync.Mutex), o.Log, nsize)
 	s.tm = newTiming(o)
+	defer s.ids.close()
 	go s.receive()
 	// A pidfd polls readable when its process exits.
 	fds := []pollFd{{fd: int32(pidfd), events: 1 /* POLLIN */}}

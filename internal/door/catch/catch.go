@@ -25,9 +25,10 @@
 // below a namespace directory, which is on the private door). Relative
 // paths resolve against /proc/TID/cwd (or /proc/TID/fd/DIRFD for the one
 // descriptor of a rename or link that is not AT_FDCWD), but only when
-// their first component could lead into the prefix. A path inside the prefix is served by the goroutine that
-// received it, which first starts another receiver, so a blocked open
-// never holds up other calls.
+// their first component could lead into the prefix. A path inside the
+// prefix is served by the goroutine that received it; if that takes more
+// than a millisecond (a blocked open), another receiver takes over, so a
+// blocked open never holds up other calls for long.
 //
 // A path inside the prefix is served. open, openat, openat2 and creat call
 // the node's Open with the target as Caller; a handle that is an
@@ -199,6 +200,7 @@ func Run(n *ns.Namespace, o Options) (int, error) {
 	}
 	status := cmd.wait()
 	cancel()
+	s.ids.close()
 	o.Log.Debug("catch: done", "status", status, "continued", s.nCont.Load(), "served", s.nServed.Load())
 	if s.tm != nil {
 		s.tm.report(o.Timing)

@@ -102,38 +102,6 @@ func baseDir(tid uint32, dirfd int32) (string, error) {
 
 const atFDCWD = -100
 
-// creds returns the filesystem uid and gid of thread tid, the identity
-// the kernel would check (the FUSE door sees the same ones). Every
-// namespace open pays for it, so it first tries one stat of /proc/TID,
-// whose owner is the thread's effective uid and gid while it is dumpable
-// (several times cheaper than status, which the kernel writes out whole
-// for each read). The filesystem ids are the effective ones unless the
-// program called setfsuid or setfsgid, and without privilege those can
-// only be one of its own ids. A thread that is not dumpable (it changed
-// its credentials, or asked not to be) shows root as the owner, and so
-// does root: then the status file says, read once into a stack buffer
-// (the Uid and Gid lines come early in it).
-func creds(tid uint32) (uid, gid uint32, err error) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(procPath(tid, ""), &st); err == nil && st.Uid != 0 && st.Gid != 0 {
-		return st.Uid, st.Gid, nil
-	}
-	var buf [1024]byte
-	b, err := procStatus(tid, &buf)
-	if err != nil {
-		return 0, 0, err
-	}
-	id := func(name string) uint32 {
-		f := bytes.Fields(statusField(b, name))
-		if len(f) < 4 {
-			return 0
-		}
-		v, _ := strconv.ParseUint(string(f[3]), 10, 32) // real, effective, saved, fs
-		return uint32(v)
-	}
-	return id("Uid"), id("Gid"), nil
-}
-
 // umaskOf reads the umask of thread tid (Linux 4.7).
 func umaskOf(tid uint32) (int, error) {
 	var buf [1024]byte

@@ -32,13 +32,12 @@ const pidfdThread = unix.O_EXCL
 // thread tid names in fd. A socket that is not TCP is left alone (only
 // TCP paces itself), and so is one the call would fail on anyway.
 func paceSocket(tid uint32, fd int, bytesPerSecond uint64) error {
-	r, _, e := syscall.Syscall(sysPidfdOpen, uintptr(tid), pidfdThread, 0)
-	if e != 0 {
-		return os.NewSyscallError("pidfd_open", e)
+	pidfd, err := pidfdOpenThread(tid)
+	if err != nil {
+		return os.NewSyscallError("pidfd_open", err)
 	}
-	pidfd := int(r)
 	defer syscall.Close(pidfd)
-	r, _, e = syscall.Syscall(sysPidfdGetfd, uintptr(pidfd), uintptr(fd), 0)
+	r, _, e := syscall.Syscall(sysPidfdGetfd, uintptr(pidfd), uintptr(fd), 0)
 	if e != 0 {
 		return os.NewSyscallError("pidfd_getfd", e)
 	}

@@ -47,22 +47,23 @@ func (p *Provider) dialTCP(ctx context.Context, name string, n Name, c ns.Caller
 	if err != nil {
 		return nil, err
 	}
-	d := net.Dialer{Timeout: p.ConnectTimeout}
+	var local netip.AddrPort
 	if n.Local.Host != "" || n.Local.Port != 0 {
-		local, err := p.localAddr(ctx, "tcp", name, n.Local, remotes[0].Addr(), c)
+		local, err = p.localAddr(ctx, "tcp", name, n.Local, remotes[0].Addr(), c)
 		if err != nil {
 			return nil, err
 		}
-		d.LocalAddr = net.TCPAddrFromAddrPort(local)
-		// A fixed source port is usually reused at once; without
-		// SO_REUSEADDR a connection in TIME_WAIT would block it.
-		d.Control = reuseAddr
+	}
+	if p.ConnectTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.ConnectTimeout)
+		defer cancel()
 	}
 	var lastErr error
 	for _, r := range remotes {
-		conn, err := d.DialContext(ctx, "tcp", r.String())
+		f, err := connectTCP(ctx, r, local)
 		if err == nil {
-			return ns.Socket(&trackedConn{Conn: conn, untrack: p.track("tcp", name, c)}), nil
+			return ns.SocketFile(f, p.track("tcp", name, c)), nil
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -71,6 +72,112 @@ func (p *Provider) dialTCP(ctx context.Context, name string, n Name, c ns.Caller
 	}
 	return nil, dialError("tcp", name, lastErr)
 }
+
+// connectTCP connects a new socket to remote (from local, if valid) with
+// a blocking connect(2) on the calling goroutine's thread, and returns it
+// in blocking mode, as socket(2) and connect(2) leave it for a program
+// (the catcher door injects it as it is). Against a net.Dialer this
+// spares the poller's round trip, a goroutine switch and a duplicate per
+// connection (on loopback the handshake is done before connect returns).
+// TCP_NODELAY is set, as Go sets it on every socket the daemon serves, so
+// both doors put the same segments on the wire. The end of ctx
+// (cancellation, the connect timeout) aborts the connect.
+func connectTCP(ctx context.Context, remote, local netip.AddrPort) (*os.File, error) {
+	family := unix.AF_INET6
+	if remote.Addr().Unmap().Is4() && (!local.IsValid() || local.Addr().Unmap().Is4()) {
+		family = unix.AF_INET
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("socket", err)
+	}
+	if err := setupTCP(fd, family, local); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if err := connectAbortable(ctx, fd, sockaddr(family, remote)); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), "tcp:"+remote.String()), nil
+}
+
+// setupTCP sets TCP_NODELAY and binds to local, if valid: a fixed source
+// port is usually reused at once, and without SO_REUSEADDR a connection
+// in TIME_WAIT would block it.
+func setupTCP(fd, family int, local netip.AddrPort) error {
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
+		return os.NewSyscallError("setsockopt", err)
+	}
+	if !local.IsValid() {
+		return nil
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+		return os.NewSyscallError("setsockopt", err)
+	}
+	if err := unix.Bind(fd, sockaddr(family, local)); err != nil {
+		return os.NewSyscallError("bind", err)
+	}
+	return nil
+}
+
+// sockaddr is a in the socket address of family (IPv4 addresses mapped
+// for AF_INET6).
+func sockaddr(family int, a netip.AddrPort) unix.Sockaddr {
+	if family == unix.AF_INET {
+		return &unix.SockaddrInet4{Port: int(a.Port()), Addr: a.Addr().Unmap().As4()}
+	}
+	sa := &unix.SockaddrInet6{Port: int(a.Port()), Addr: a.Addr().As16()}
+	if z := a.Addr().Zone(); z != "" {
+		if ifi, err := net.InterfaceByName(z); err == nil {
+			sa.ZoneId = uint32(ifi.Index)
+		}
+	}
+	return sa
+}
+
+// connectAbortable runs a blocking connect(2) of fd to sa; the end of ctx
+// wakes it with shutdown(2), which turns a connect in progress into a
+// reset. shutdown before the connect has begun would do nothing, so it is
+// repeated until the connect returns. The descriptor is not closed or
+// reused before the aborting goroutine has finished.
+func connectAbortable(ctx context.Context, fd int, sa unix.Sockaddr) error {
+	connected := make(chan struct{})
+	aborted := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(aborted)
+		for {
+			unix.Shutdown(fd, unix.SHUT_RDWR)
+			select {
+			case <-connected:
+				return
+			case <-time.After(abortEvery):
+			}
+		}
+	})
+	err := unix.Connect(fd, sa)
+	for retried := false; err == unix.EINTR; retried = true {
+		// A signal (Go preempts with SIGURG) may cut the wait short;
+		// connecting again waits for the connect in progress.
+		err = unix.Connect(fd, sa)
+		if retried && err == unix.EISCONN {
+			err = nil
+		}
+	}
+	close(connected)
+	if !stop() {
+		<-aborted
+		return ctx.Err()
+	}
+	if err != nil {
+		return os.NewSyscallError("connect", err)
+	}
+	return nil
+}
+
+// abortEvery is how often an aborted connect is shut down again until it
+// returns.
+const abortEvery = 10 * time.Millisecond
 
 // dialError keeps the errno and says what failed.
 func dialError(proto, name string, err error) error {
@@ -100,6 +207,7 @@ func (p *Provider) localAddr(ctx context.Context, proto, name string, ep Endpoin
 	return locals[0], nil
 }
 
+// reuseAddr sets SO_REUSEADDR through a dialer's Control.
 func reuseAddr(network, address string, rc syscall.RawConn) error {
 	var serr error
 	err := rc.Control(func(fd uintptr) {

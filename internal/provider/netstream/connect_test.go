@@ -1,0 +1,138 @@
+package netstream
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"wirefs/internal/leakcheck"
+	"wirefs/internal/ns"
+)
+
+// fullListener returns the port of a listening socket whose accept queue
+// is full (backlog 0, one connection queued and never accepted): the
+// kernel drops the SYN of every further connect, which then waits.
+func fullListener(t *testing.T) int {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := sa.(*unix.SockaddrInet4).Port
+	queued, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { queued.Close() })
+	return port
+}
+
+// awaitSynSent waits until a connect to port is in progress (SYN_SENT in
+// /proc/net/tcp): the connect is then blocked in the kernel.
+func awaitSynSent(t *testing.T, port int) {
+	t.Helper()
+	want := fmt.Sprintf(":%04X 02 ", port) // remote port, state SYN_SENT
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		f, err := os.Open("/proc/net/tcp")
+		if err != nil {
+			t.Skip("no /proc/net/tcp:", err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			// sl local_address rem_address st ...
+			if fields := strings.Fields(sc.Text()); len(fields) > 3 && strings.HasSuffix(fields[2]+" "+fields[3]+" ", want) {
+				f.Close()
+				return
+			}
+		}
+		f.Close()
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("no connect in progress")
+}
+
+// A connect blocked in the kernel (the server never answers) ends when
+// the open is cancelled (Ctrl-C), as EINTR, and leaves nothing behind.
+func TestTCPConnectCancelled(t *testing.T) {
+	e := newEnv(t)
+	port := fullListener(t)
+	base := leakcheck.Take(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		h, err := e.openAs(ctx, e.self, "tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			h.Close()
+		}
+		done <- err
+	}()
+	awaitSynSent(t, port)
+	cancel()
+	select {
+	case err := <-done:
+		wantErrno(t, "cancelled connect", err, syscall.EINTR)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a cancelled connect did not return")
+	}
+	base.Check(t)
+}
+
+// A cancellation that comes before the connect has begun still ends it.
+func TestTCPConnectCancelledBefore(t *testing.T) {
+	e := newEnv(t)
+	port := fullListener(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := e.openAs(ctx, e.self, "tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	wantErrno(t, "connect cancelled before it began", err, syscall.EINTR)
+}
+
+// The connect timeout bounds a connect to a server that never answers.
+func TestTCPConnectTimeout(t *testing.T) {
+	e := newEnv(t)
+	e.p.ConnectTimeout = 50 * time.Millisecond
+	port := fullListener(t)
+	_, err := e.open("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	wantErrno(t, "connect to a server that never answers", err, syscall.ETIMEDOUT)
+}
+
+// The socket a client open returns is what socket(2) and connect(2) give a
+// program: blocking, close-on-exec only in the daemon, TCP_NODELAY set as
+// on every socket the daemon serves.
+func TestTCPClientKernelFileIsPlainSocket(t *testing.T) {
+	e := newEnv(t)
+	ln := listenTCP(t, "127.0.0.1:0")
+	h := e.mustOpen("tcp", fmt.Sprintf("127.0.0.1:%d", portOf(ln.Addr())))
+	acceptOne(t, ln)
+	f, err := h.(ns.KernelObject).KernelFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := int(f.Fd())
+	if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK != 0 {
+		t.Fatalf("file status flags %#x, %v: want a blocking socket", fl, err)
+	}
+	if v, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY); err != nil || v == 0 {
+		t.Fatalf("TCP_NODELAY = %d, %v", v, err)
+	}
+}
