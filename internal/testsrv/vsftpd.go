@@ -92,7 +92,9 @@ listen_port=%s
 background=NO
 seccomp_sandbox=NO
 secure_chroot_dir=%s
-xferlog_enable=NO
+xferlog_enable=YES
+xferlog_std_format=NO
+log_ftp_protocol=YES
 syslog_enable=NO
 dual_log_enable=NO
 vsftpd_log_file=%s/vsftpd.log
@@ -159,7 +161,8 @@ require_ssl_reuse=NO
 	confFile := filepath.Join(dir, "vsftpd.conf")
 	nginxWriteFile(t, confFile, conf)
 
-	s := &VsftpdServer{t: t, bin: bin, conf: confFile, addr: addr, logFile: filepath.Join(dir, "vsftpd.out")}
+	s := &VsftpdServer{t: t, bin: bin, conf: confFile, addr: addr, logFile: filepath.Join(dir, "vsftpd.out"),
+		protocolLog: filepath.Join(dir, "vsftpd.log")}
 	s.Start()
 	// Registered after serveHTTPPeer's cleanup, so it runs first: session
 	// processes outlive a killed listener, and a stopped server cannot
@@ -180,6 +183,20 @@ type VsftpdServer struct {
 	addr    string
 	logFile string
 	cmd     *exec.Cmd
+	// protocolLog is vsftpd's log of every command (log_ftp_protocol).
+	protocolLog string
+}
+
+// Commands counts the commands the server was sent whose verb is verb
+// ("RETR", "EPSV"): what a client cost it.
+func (s *VsftpdServer) Commands(verb string) int {
+	s.t.Helper()
+	b, err := os.ReadFile(s.protocolLog)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	// FTP command: Client "127.0.0.1", "RETR /f"
+	return strings.Count(string(b), `FTP command: Client "127.0.0.1", "`+verb)
 }
 
 // Start starts vsftpd (again, after Kill) on the same address and waits

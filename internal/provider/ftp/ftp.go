@@ -101,6 +101,7 @@ type Backend struct {
 	dialing                                     int // logins under way
 	changed                                     chan struct{}
 	warnedLimit                                 bool
+	streams                                     map[string][]*stream // read.go
 	closed                                      bool
 	done                                        chan struct{}
 	wg                                          sync.WaitGroup
@@ -154,6 +155,7 @@ func dial(ctx context.Context, server string, o remote.Options, times poolTimes)
 		limit:   conns,
 		changed: make(chan struct{}),
 		live:    map[*pconn]struct{}{},
+		streams: map[string][]*stream{},
 		done:    make(chan struct{}),
 	}
 	if o.TLS {
@@ -365,131 +367,6 @@ func (pc *pconn) find(p string) (info remote.Info, found bool, err error) {
 	return remote.Info{}, false, nil
 }
 
-// ReadRange returns n bytes (n < 0: all) of p from off: RETR after REST.
-// The reader holds a transfer connection until it is closed.
-func (b *Backend) ReadRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
-	if off < 0 {
-		return nil, b.srv.Errorf(syscall.EINVAL, "read", p, "negative offset %d", off)
-	}
-	var resp *ftplib.Response
-	pc, err := b.use(ctx, true, "read", p, nil, func(pc *pconn) error {
-		var err error
-		resp, err = pc.sc.RetrFrom(b.serverPath(p), uint64(off))
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	r := &rangeReader{b: b, pc: pc, resp: resp, path: p, left: n, ctx: ctx}
-	r.stop = context.AfterFunc(ctx, pc.kill)
-	return r, nil
-}
-
-// rangeReader reads one RETR's data connection.
-type rangeReader struct {
-	b    *Backend
-	pc   *pconn
-	resp *ftplib.Response
-	path string
-	left int64 // bytes still wanted; < 0: to the end
-	ctx  context.Context
-	stop func() bool
-
-	done   bool // the server's data ended and its final reply was read
-	err    error
-	closed bool
-}
-
-func (r *rangeReader) Read(p []byte) (int, error) {
-	switch {
-	case r.err != nil:
-		return 0, r.err
-	case r.closed:
-		return 0, r.b.srv.Errorf(syscall.EBADF, "read", r.path, "reader is closed")
-	case r.done || r.left == 0:
-		return 0, io.EOF
-	}
-	if r.left > 0 && int64(len(p)) > r.left {
-		p = p[:r.left]
-	}
-	n, err := r.resp.Read(p)
-	if r.left > 0 {
-		r.left -= int64(n)
-	}
-	switch {
-	case err == io.EOF:
-		// The data ended: the reply says whether it ended because the
-		// file did or because the transfer failed.
-		r.done = true
-		if cerr := r.resp.Close(); cerr != nil {
-			r.err = r.fail(cerr)
-			return n, r.err
-		}
-		return n, io.EOF
-	case err != nil:
-		r.err = r.fail(err)
-		return n, r.err
-	}
-	return n, nil
-}
-
-// fail turns a transfer error into the caller's error.
-func (r *rangeReader) fail(err error) error {
-	if !isConnLoss(err) {
-		var reply *textproto.Error
-		if errors.As(err, &reply) {
-			return r.b.srv.Errorf(syscall.EIO, "read", r.path, "transfer failed: %d %s", reply.Code, strings.TrimSpace(reply.Msg))
-		}
-		return err
-	}
-	r.pc.kill()
-	return r.b.srv.Failure(r.ctx, "read", r.path, err, false)
-}
-
-// atEnd reports whether the data connection has nothing after the bytes
-// read: the server sent the whole file. A range that stops inside the file
-// finds more bytes (sent, or in flight right behind the wanted ones).
-func (r *rangeReader) atEnd() bool {
-	var one [1]byte
-	n, err := r.resp.Read(one[:])
-	return n == 0 && err == io.EOF
-}
-
-// Close ends the transfer. Before the end of the data it closes the data
-// connection (the server then aborts the transfer and replies), waits at
-// most abortWait for that reply and checks with a NOOP that nothing else
-// is pending; a connection that fails this is discarded, not reused.
-func (r *rangeReader) Close() error {
-	if r.closed {
-		return nil
-	}
-	r.closed = true
-	if !r.stop() || (r.err != nil && isConnLoss(r.err)) {
-		r.b.discard(r.pc)
-		return nil
-	}
-	if !r.done && r.left == 0 && r.atEnd() {
-		// The caller took what it asked for and that was the rest
-		// of the file (the cache fetches small files whole): the
-		// transfer ended as any other, no abort.
-		r.done = r.resp.Close() == nil
-	}
-	if !r.done {
-		r.pc.ctrl.SetTimeout(abortWait)
-		err := r.resp.Close()
-		var reply *textproto.Error
-		if (err == nil || errors.As(err, &reply)) && r.pc.sc.NoOp() == nil {
-			r.pc.ctrl.SetTimeout(r.b.srv.Timeout)
-		} else {
-			r.b.discard(r.pc)
-			return nil
-		}
-	}
-	r.pc.lastUsed = time.Now()
-	r.b.put(r.pc)
-	return nil
-}
-
 // Store replaces p whole with size bytes of r (size < 0: all of r). The
 // bytes go with STOR to a temporary name in p's directory
 // (remote.TempName), renamed over p with RNFR/RNTO once the server has
@@ -512,6 +389,7 @@ func (r *rangeReader) Close() error {
 //     logged once: there a failed upload may leave part of the file,
 //     which the cache's retry replaces.
 func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, perm os.FileMode) error {
+	b.dropStreams(p)
 	if _, noTemp := b.noTemp.Load(path.Dir(p)); noTemp || b.inPlace.Load() {
 		return b.storeInPlace(ctx, p, r, size, perm)
 	}
@@ -699,6 +577,7 @@ func (b *Backend) storeInPlace(ctx context.Context, p string, r io.Reader, size 
 // SIZE). Never retried once data went out: a second APPE would append
 // twice.
 func (b *Backend) Append(ctx context.Context, p string, r io.Reader, n int64) (int64, error) {
+	b.dropStreams(p)
 	src := counting(r, n)
 	size := int64(-1)
 	pc, err := b.use(ctx, true, "append", p, session.Unsent(src.sent), func(pc *pconn) error {
@@ -763,6 +642,7 @@ func (b *Backend) Mkdir(ctx context.Context, p string, perm os.FileMode) error {
 
 // Remove deletes file p with DELE.
 func (b *Backend) Remove(ctx context.Context, p string) error {
+	b.dropStreams(p)
 	return b.do(ctx, "remove", p, func(pc *pconn) error { return pc.sc.Delete(b.serverPath(p)) })
 }
 
@@ -775,6 +655,8 @@ func (b *Backend) Rmdir(ctx context.Context, p string) error {
 // by what is at to (a non-empty directory, a file where a directory goes
 // or the other way round) gets rename(2)'s errno.
 func (b *Backend) Rename(ctx context.Context, from, to string) error {
+	b.dropStreams(from)
+	b.dropStreams(to)
 	return b.do(ctx, "rename", from, func(pc *pconn) error {
 		err := pc.sc.Rename(b.serverPath(from), b.serverPath(to))
 		var reply *textproto.Error
@@ -866,6 +748,9 @@ func (b *Backend) Close() error {
 	}
 	b.closed = true
 	close(b.done)
+	b.mu.Unlock()
+	b.dropParked()
+	b.mu.Lock()
 	idle := b.idle
 	b.idle = nil
 	inUse := make([]*pconn, 0, len(b.live))

@@ -40,9 +40,10 @@ const DefaultConnections = 32
 type poolTimes struct {
 	keepAlive   time.Duration // NOOP on a connection idle this long, so the server keeps it
 	idleTimeout time.Duration // close a connection unused this long
+	park        time.Duration // a transfer waits this long for the next range (read.go)
 }
 
-var defaultPoolTimes = poolTimes{keepAlive: 30 * time.Second, idleTimeout: 5 * time.Minute}
+var defaultPoolTimes = poolTimes{keepAlive: 30 * time.Second, idleTimeout: 5 * time.Minute, park: 500 * time.Millisecond}
 
 // abortWait bounds the wait for the server's reply after a transfer the
 // client abandoned; a server that does not answer costs its connection,

@@ -1,7 +1,10 @@
 package ftp
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,4 +37,147 @@ func TestRead(t *testing.T) {
 			return b
 		},
 	})
+}
+
+// dialPark is f.dial with the given parking time of read streams.
+func (f *fixture) dialPark(t *testing.T, park time.Duration) *Backend {
+	t.Helper()
+	times := defaultPoolTimes
+	times.park = park
+	b, err := dial(context.Background(), f.server, remote.Options{Home: f.home, Timeout: 10 * time.Second}, times)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// readRange reads all of ReadRange(p, off, n) and closes it.
+func readRange(b *Backend, ctx context.Context, p string, off, n int64) ([]byte, error) {
+	r, err := b.ReadRange(ctx, p, off, n)
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(r)
+	r.Close()
+	return data, err
+}
+
+// TestConsecutiveRangesShareATransfer: the ranges a sequential reader's
+// read-ahead asks for, one after the other, come from one RETR: a range
+// that waits in line takes the transfer when the one before is done, and
+// a range asked for right after the one before closed takes it parked.
+func TestConsecutiveRangesShareATransfer(t *testing.T) {
+	data := randomBytes(4 << 20)
+	f := newFixture(t, map[string]string{"big": string(data)})
+	b := f.dialPark(t, time.Minute)
+	ctx := context.Background()
+
+	r1, err := b.ReadRange(ctx, "/big", 0, 1<<20)
+	mustDo(t, err)
+	second := make(chan []byte, 1)
+	go func() {
+		got, err := readRange(b, ctx, "/big", 1<<20, 1<<20)
+		if err != nil {
+			t.Error(err)
+		}
+		second <- got
+	}()
+	waitFor(t, "the second range to wait in line", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.streams["/big"]) == 1 && len(b.streams["/big"][0].next) == 1
+	})
+	first, err := io.ReadAll(r1)
+	mustDo(t, err)
+	mustDo(t, r1.Close())
+	if !bytes.Equal(first, data[:1<<20]) || !bytes.Equal(<-second, data[1<<20:2<<20]) {
+		t.Fatal("the first two ranges differ from the file")
+	}
+	// Parked after the second range: the third takes it.
+	rest, err := readRange(b, ctx, "/big", 2<<20, -1)
+	mustDo(t, err)
+	if !bytes.Equal(rest, data[2<<20:]) {
+		t.Fatal("the rest differs from the file")
+	}
+	if n := f.srv.Commands("RETR"); n != 1 {
+		t.Errorf("%d RETR for three consecutive ranges, want 1", n)
+	}
+	// A range elsewhere is a transfer of its own.
+	if got, err := readRange(b, ctx, "/big", 100, 10); err != nil || !bytes.Equal(got, data[100:110]) {
+		t.Errorf("a range before the stream: %v", err)
+	}
+	if n := f.srv.Commands("RETR"); n != 2 {
+		t.Errorf("%d RETR after a range elsewhere, want 2", n)
+	}
+}
+
+// TestParkedTransferEnds: a transfer nobody continues is aborted after the
+// parking time and its connection reused; a range asked for later gets a
+// transfer of its own.
+func TestParkedTransferEnds(t *testing.T) {
+	data := randomBytes(2 << 20)
+	f := newFixture(t, map[string]string{"big": string(data)})
+	b := f.dialPark(t, 20*time.Millisecond)
+	ctx := context.Background()
+	got, err := readRange(b, ctx, "/big", 0, 1<<20)
+	mustDo(t, err)
+	waitFor(t, "the parked transfer to end", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.streams) == 0 && len(b.idle) == 1
+	})
+	more, err := readRange(b, ctx, "/big", 1<<20, -1)
+	mustDo(t, err)
+	if !bytes.Equal(append(got, more...), data) {
+		t.Error("read back differs")
+	}
+	if n := f.srv.Commands("RETR"); n != 2 {
+		t.Errorf("%d RETR, want 2", n)
+	}
+}
+
+// TestChangeEndsParkedTransfer: after a store, the parked transfer of the
+// old file is not continued: the next range has the new data.
+func TestChangeEndsParkedTransfer(t *testing.T) {
+	old, now := randomBytes(2<<20), randomBytes(2<<20)
+	f := newFixture(t, map[string]string{"d/big": string(old)})
+	b := f.dialPark(t, time.Minute)
+	ctx := context.Background()
+	_, err := readRange(b, ctx, "/d/big", 0, 1<<20)
+	mustDo(t, err)
+	mustDo(t, b.Store(ctx, "/d/big", bytes.NewReader(now), int64(len(now)), 0o644))
+	got, err := readRange(b, ctx, "/d/big", 1<<20, 100)
+	mustDo(t, err)
+	if !bytes.Equal(got, now[1<<20:1<<20+100]) {
+		t.Error("a range after a store has the old file's data")
+	}
+}
+
+// TestWaitingRangeCancelled: a range waiting in line gives up with EINTR
+// when its caller does, and the transfer goes on for the others.
+func TestWaitingRangeCancelled(t *testing.T) {
+	data := randomBytes(2 << 20)
+	f := newFixture(t, map[string]string{"big": string(data)})
+	b := f.dialPark(t, time.Minute)
+	r1, err := b.ReadRange(context.Background(), "/big", 0, 1<<20)
+	mustDo(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() { _, err := b.ReadRange(ctx, "/big", 1<<20, 10); gaveUp <- err }()
+	waitFor(t, "the second range to wait in line", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.streams["/big"]) == 1 && len(b.streams["/big"][0].next) == 1
+	})
+	cancel()
+	wantErrno(t, "a cancelled range in line", <-gaveUp, syscall.EINTR)
+	first, err := io.ReadAll(r1)
+	mustDo(t, err)
+	mustDo(t, r1.Close())
+	got, err := readRange(b, context.Background(), "/big", 1<<20, -1)
+	mustDo(t, err)
+	if !bytes.Equal(append(first, got...), data) {
+		t.Error("read back differs")
+	}
 }
