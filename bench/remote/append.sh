@@ -206,14 +206,17 @@ mkdir -p "$SRV"; chmod 0755 "$SRV"
 for d in "$OUT" "$ROOT/bench/out" "$ROOT/bench" "$ROOT" "$(dirname "$ROOT")"; do chmod o+x "$d"; done
 
 # ---- ports ----
+# free_port VAR: sets VAR to a port nothing listens on, below the
+# ephemeral range (32768 up), so that no outgoing connection of another
+# program takes it between this choice and the server's bind
 USED_PORTS=""
 free_port() {
 	local p
 	while :; do
-		p=$((20000 + RANDOM % 30000))
+		p=$((10000 + RANDOM % 22000))
 		case " $USED_PORTS " in *" $p "*) continue ;; esac
 		ss -Htan | awk '{ print $4 }' | grep -q ":$p\$" && continue
-		USED_PORTS="$USED_PORTS $p"; echo "$p"; return
+		USED_PORTS="$USED_PORTS $p"; printf -v "$1" %s "$p"; return
 	done
 }
 wait_port() { # PORT WHAT LOG
@@ -226,8 +229,9 @@ wait_port() { # PORT WHAT LOG
 # PS[rtt], PD[rtt]: where sftp and 9p are reached at that RTT (0: the
 # servers themselves, otherwise a proxy in front of them)
 declare -A PS PD
-for r in $RTTS; do PS[$r]=$(free_port); PD[$r]=$(free_port); done
-PS[0]=${PS[0]:-$(free_port)} PD[0]=${PD[0]:-$(free_port)}
+for r in $RTTS; do free_port "PS[$r]"; free_port "PD[$r]"; done
+[ -n "${PS[0]:-}" ] || free_port "PS[0]"
+[ -n "${PD[0]:-}" ] || free_port "PD[0]"
 
 # ---- sshd ----
 log "starting sshd, diod and the delay proxies ($RTTS ms)"

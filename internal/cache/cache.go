@@ -14,9 +14,10 @@
 //     run at a time, so they never starve Stat and List). Concurrent misses
 //     of one range share one fetch. A fully present, clean file is opened as
 //     a kernel object (the data file itself) for FUSE passthrough.
-//   - Writes go to the data file, which is marked dirty durably before the
-//     first write returns. With T_write = 0 (the default) close(2) returns
-//     once the server has the file; with T_write > 0 the store happens that
+//   - Writes go to the data file. With T_write = 0 (the default) close(2)
+//     returns once the server has the file, and the file is marked dirty
+//     durably only if its changes outlive that close; with T_write > 0 it
+//     is marked before the first write returns, and the store happens that
 //     long after the last close. fsync always waits for the server. Failed
 //     write-backs are retried with backoff, never dropped, and dirty files
 //     left by a killed daemon are written back when their server is used

@@ -304,6 +304,27 @@ func TestRefusedStoreWaitsForTheUser(t *testing.T) {
 	}
 }
 
+// kill stops c as a killed daemon stops: no write-back, no record, no
+// timer runs after it, and the kernel drops its lock.
+func kill(c *Cache) {
+	c.cancel()
+	c.wg.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range c.trees {
+		t.closing.Store(true)
+		t.goMu.Lock()
+		t.stopped = true
+		t.goMu.Unlock()
+		for _, f := range t.dirtyFiles() {
+			f.stopTimer()
+		}
+		t.cancel()
+		t.wg.Wait()
+	}
+	c.slot.release()
+}
+
 func TestCrashRecovery(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cache")
 	b := newLocalBackend(t)
@@ -325,7 +346,7 @@ func TestCrashRecovery(t *testing.T) {
 	if b.n("Store") != 0 {
 		t.Fatal("stored before the crash")
 	}
-	c1.slot.release() // the kernel drops a dead daemon's lock
+	kill(c1)
 
 	c2, err := New(dir, 0, nil)
 	if err != nil {
@@ -337,6 +358,51 @@ func TestCrashRecovery(t *testing.T) {
 	waitFor(t, "recovery of the changed file", hasContent(b, "/old", []byte("cached version")))
 	if fi, _ := os.Stat(b.local("/new")); fi.Mode().Perm() != 0o600 {
 		t.Fatalf("recovered with mode %v", fi.Mode())
+	}
+}
+
+// TestCrashWithTWriteZero: with T_write = 0 a change whose close has not
+// returned is not recorded as dirty (a killed daemon drops it, as a local
+// file system drops unsynced writes), but neither is its data file taken
+// for the server's clean copy after a restart; a change whose write-back
+// failed at close is recorded, and the next daemon writes it back.
+func TestCrashWithTWriteZero(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	b := newLocalBackend(t)
+	b.put(t, "/open", []byte("server version"))
+	b.put(t, "/failed", []byte("server version"))
+	c1, err := New(dir, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := c1.Root("local://crash0", b, Options{})
+	if got := cat(t, root, "open"); string(got) != "server version" {
+		t.Fatalf("read %q", got)
+	}
+	h := openNode(t, lookup(t, root, "open"), os.O_RDWR)
+	h.(ns.WriterAt).WriteAt(bg, []byte("SERVER"), 0) // no close: the daemon dies first
+	h2 := openNode(t, lookup(t, root, "failed"), os.O_WRONLY|os.O_APPEND)
+	h2.(ns.WriterAt).WriteAt(bg, []byte(" and more"), 0)
+	b.mu.Lock()
+	b.storeErrs = []error{ns.Errorf(syscall.EIO, "the connection broke")}
+	b.mu.Unlock()
+	if err := h2.(ns.Flusher).Flush(bg); err == nil {
+		t.Fatal("the write-back did not fail")
+	}
+	kill(c1)
+
+	c2, err := New(dir, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	root2 := c2.Root("local://crash0", b, Options{})
+	waitFor(t, "recovery of the change whose write-back failed", hasContent(b, "/failed", []byte("server version and more")))
+	if got := cat(t, root2, "open"); string(got) != "server version" {
+		t.Fatalf("after the crash the unsent change reads %q, want the server's version", got)
+	}
+	if got, _ := os.ReadFile(b.local("/open")); string(got) != "server version" {
+		t.Fatalf("the server has %q", got)
 	}
 }
 

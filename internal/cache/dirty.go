@@ -82,7 +82,7 @@ func (f *file) markDirtyLocked(size int64) error {
 	if f.version.Size >= 0 && size < f.version.Size {
 		f.low = size
 	}
-	if err := f.saveRecordLocked(); err != nil {
+	if err := f.recordDirtyLocked(); err != nil {
 		f.dirty = false
 		return err
 	}

@@ -30,6 +30,10 @@ type file struct {
 	dir  string // session directory
 	id   string // on-disk name (ID.data, ID.meta); "" until something is stored
 	meta bool   // ID.meta may exist (the record of a dirty file, or one without xattrs)
+	// unrecorded: no record describes the data file: f is dirty and its
+	// changes go at close (recordDirtyLocked), or f is clean again and
+	// its record is written later (laterecord.go).
+	unrecorded bool
 
 	// io is held shared while bytes move between the data file and the
 	// network or a reader, and exclusively to drop, truncate or evict the
@@ -64,14 +68,15 @@ type file struct {
 	// server's version, so that a write-back sends only that
 	// (writeback.go). base is that version's length, -1 when the
 	// whole file must be sent.
-	base     int64
-	low      int64
-	changed  ranges
-	retried  bool
-	appendMu sync.Mutex    // one O_APPEND write at a time: each takes the end
-	storing  chan struct{} // a write-back in flight; closed when it ends
-	timer    *time.Timer   // the next write-back
-	retry    time.Duration // the last retry delay
+	base        int64
+	low         int64
+	changed     ranges
+	retried     bool
+	appendMu    sync.Mutex    // one O_APPEND write at a time: each takes the end
+	storing     chan struct{} // a write-back in flight; closed when it ends
+	appendAhead *openedAhead  // the server's file opened for the next append write-back (appendahead.go)
+	timer       *time.Timer   // the next write-back
+	retry       time.Duration // the last retry delay
 	// failure is why the last write-back failed (nil after a success);
 	// refused says the server refused it for good, so that it is not
 	// retried until the file is written or synced again.
@@ -144,7 +149,7 @@ func (f *file) acquireLocked() (*blob, error) {
 		if f.id == "" {
 			f.id = newID()
 		}
-		fd, err := os.OpenFile(f.dataPath(), os.O_RDWR|os.O_CREATE, 0o600)
+		fd, err := openData(f.dataPath())
 		if err != nil {
 			return nil, diskError("opening a data file", err)
 		}
@@ -152,6 +157,18 @@ func (f *file) acquireLocked() (*blob, error) {
 	}
 	f.data.refs++
 	return f.data, nil
+}
+
+// openData opens (or creates) a data file. os.OpenFile would try the
+// descriptor with the network poller first, which takes five more system
+// calls (fcntl, a refused epoll_ctl) for a regular file: a cost at every
+// open/append/close cycle.
+func openData(name string) (*os.File, error) {
+	fd, err := syscall.Open(name, syscall.O_RDWR|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	return os.NewFile(uintptr(fd), name), nil
 }
 
 func (f *file) releaseLocked(b *blob) {
@@ -175,14 +192,12 @@ func (f *file) dropDataLocked() {
 	f.settleLocked()
 }
 
-// saveRecordLocked writes f's record; durably when f is dirty and its
-// changes stay in the cache after close (T_write > 0), since the record
-// is then all that says the data must go to the server. With T_write = 0
-// they go at close, and a program's write before that close is as lost
-// to a power cut as on a local file system without fsync: two fsyncs at
-// the first write of every open/append/close cycle bought nothing.
+// saveRecordLocked writes f's record; a dirty file's durably, since the
+// record is then all that says the data must go to the server. A dirty
+// file whose changes go at close has none until they outlive it
+// (recordDirtyLocked).
 func (f *file) saveRecordLocked() error {
-	if f.id == "" {
+	if f.id == "" || f.unrecorded {
 		return nil
 	}
 	r := record{Path: f.path, Mode: uint32(f.info.Mode), Dirty: f.dirty,
@@ -213,11 +228,59 @@ func (f *file) saveRecordLocked() error {
 			return diskError("writing a record", err)
 		}
 	}
-	if err := writeAtomic(f.metaPath(), r.encode(), f.dirty && f.keptAfterClose()); err != nil {
+	if err := writeAtomic(f.metaPath(), r.encode(), f.dirty); err != nil {
 		return diskError("writing a record", err)
 	}
 	f.meta = true
 	return nil
+}
+
+// recordDirtyLocked records that f is dirty, durably, when f's changes
+// may outlive their close in the cache (T_write > 0). With T_write = 0
+// they go to the server before close returns, and the record is written
+// only if they outlive it after all (keepDirtyLocked: the write-back
+// failed, or was interrupted); until then it is enough that no record
+// calls the data file clean. A daemon killed meanwhile leaves a data file
+// without a record, which the next start removes: changes whose close
+// never returned, as a local file system may lose unsynced writes in a
+// crash. Writing the record of every open/append/close cycle (a file
+// created and renamed into place, then removed) cost more than the
+// append itself on a near server.
+func (f *file) recordDirtyLocked() error {
+	if f.keptAfterClose() {
+		f.unrecorded = false
+		return f.saveRecordLocked()
+	}
+	if f.unrecorded {
+		return nil // none to remove
+	}
+	if !f.c.noXattr.Load() {
+		err := syscall.Removexattr(f.dataPath(), recordXattr)
+		if err != nil && !errors.Is(err, syscall.ENODATA) && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ENOTSUP) {
+			return diskError("removing a record", &os.PathError{Op: "removexattr", Path: f.dataPath(), Err: err})
+		}
+	}
+	if f.meta {
+		if err := os.Remove(f.metaPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return diskError("removing a record", err)
+		}
+		f.meta = false
+	}
+	f.unrecorded = true
+	return nil
+}
+
+// keepDirtyLocked writes the record of a dirty file whose changes outlive
+// the close that was to send them (recordDirtyLocked).
+func (f *file) keepDirtyLocked() {
+	if !f.dirty || !f.unrecorded {
+		return
+	}
+	f.unrecorded = false
+	if err := f.saveRecordLocked(); err != nil {
+		f.unrecorded = true
+		f.t.c.log.Warn("cache: cannot record changes kept in the cache; a crash would lose them", "path", f.path, "err", err)
+	}
 }
 
 // keptAfterClose reports whether f's changes may outlive its close in the

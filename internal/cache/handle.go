@@ -161,18 +161,11 @@ func (h *handle) readPresent(p []byte, off int64) (n int, ok bool, err error) {
 		f.mu.Unlock()
 		return 0, false, nil
 	}
-	if h.blob != f.data || h.blob == nil {
-		if h.blob != nil {
-			f.releaseLocked(h.blob)
-			h.blob = nil
-		}
-		if h.blob, err = f.acquireLocked(); err != nil {
-			f.mu.Unlock()
-			return 0, true, err
-		}
-	}
-	b := h.blob
+	b, err := h.holdDataLocked()
 	f.mu.Unlock()
+	if err != nil {
+		return 0, true, err
+	}
 	n, err = b.f.ReadAt(p, off)
 	if err == io.EOF && n < len(p) {
 		return n, true, ns.Errorf(syscall.EIO, "cache: the data file of %s is shorter than its record", f.remotePath())
@@ -202,6 +195,9 @@ func (h *handle) Close() error {
 		f.releaseLocked(h.blob)
 		h.blob = nil
 	}
+	if f.opens == 0 {
+		f.dropAheadLocked() // opened for appends that did not come
+	}
 	if f.opens == 0 && f.removed && f.dirty {
 		// The last handle of a file unlinked while open (discard).
 		f.dirty = false
@@ -216,7 +212,33 @@ func (k *kernelHandle) Close() error {
 }
 
 func (w *writeHandle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	w.holdData()
 	return w.f.writeAt(ctx, p, off, w.appending)
+}
+
+// holdData keeps the data file open while the handle is: the writes, the
+// making dirty and the write-back at close then share one open of it, not
+// one each.
+func (h *handle) holdData() {
+	h.f.mu.Lock()
+	h.holdDataLocked() // a failure shows in the write
+	h.f.mu.Unlock()
+}
+
+// holdDataLocked returns the data file the handle holds, which is the
+// file's current one.
+func (h *handle) holdDataLocked() (*blob, error) {
+	f := h.f
+	if h.blob != nil && h.blob == f.data {
+		return h.blob, nil
+	}
+	if h.blob != nil {
+		f.releaseLocked(h.blob)
+		h.blob = nil
+	}
+	var err error
+	h.blob, err = f.acquireLocked()
+	return h.blob, err
 }
 
 // Flush runs at every close(2): with T_write = 0 it returns once the
@@ -253,6 +275,9 @@ func (w *writeHandle) Close() error {
 	w.handle.Close()
 	f.mu.Lock()
 	pending := f.dirty && f.timer == nil && f.storing == nil
+	if pending {
+		f.keepDirtyLocked()
+	}
 	f.mu.Unlock()
 	if pending {
 		_, twrite := f.t.bounds(f.path)

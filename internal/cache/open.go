@@ -35,7 +35,11 @@ func (f *file) Open(ctx context.Context, c ns.Caller, flags int) (ns.Handle, err
 			return nil, err
 		}
 	}
-	return f.newHandle(flags), nil
+	h := f.newHandle(flags)
+	if write && flags&syscall.O_APPEND != 0 {
+		f.openAhead()
+	}
+	return h, nil
 }
 
 // newHandle opens a handle with open(2) flags: for writing, daemon-served;

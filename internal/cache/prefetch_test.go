@@ -156,13 +156,15 @@ func (w *watched) ReadRange(ctx context.Context, p string, off, n int64) (io.Rea
 		end()
 		return nil, err
 	}
-	return &watchedReader{rc, w, end}, nil
+	return &watchedReader{ReadCloser: rc, w: w, end: end, left: n}, nil
 }
 
 type watchedReader struct {
 	io.ReadCloser
-	w   *watched
-	end func()
+	w    *watched
+	end  func()
+	left int64 // bytes asked and not read yet (< 0: to the end)
+	once sync.Once
 }
 
 func (r *watchedReader) Read(p []byte) (int, error) {
@@ -170,12 +172,23 @@ func (r *watchedReader) Read(p []byte) (int, error) {
 	r.w.mu.Lock()
 	r.w.bytes += int64(n)
 	r.w.mu.Unlock()
+	r.left -= int64(n)
+	if err != nil || r.left == 0 {
+		r.endOnce()
+	}
 	return n, err
 }
 
+// Close ends the request unless its last byte did (Read): the cache
+// frees the request's slot once the data are in, and the closing may
+// trail the next request's start (33 were counted once).
 func (r *watchedReader) Close() error {
-	defer r.end()
+	defer r.endOnce()
 	return r.ReadCloser.Close()
+}
+
+func (r *watchedReader) endOnce() {
+	r.once.Do(r.end)
 }
 
 // snapshot returns the reads by path and the lists by path.

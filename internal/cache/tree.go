@@ -42,6 +42,9 @@ type tree struct {
 	dirtyMu sync.Mutex
 	dirty   map[*file]bool // files with changes the server does not have
 
+	recMu   sync.Mutex
+	records map[*file]*time.Timer // clean records to write (laterecord.go)
+
 	closing atomic.Bool // no new write-back timers
 	goMu    sync.Mutex
 	stopped bool // no new goroutines
@@ -175,6 +178,7 @@ func (t *tree) close(ctx context.Context) error {
 			}
 		}
 	}
+	t.recordAll()
 	t.goMu.Lock()
 	t.stopped = true
 	t.goMu.Unlock()

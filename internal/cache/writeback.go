@@ -78,8 +78,12 @@ func (f *file) writeBack(ctx context.Context) error {
 			return nil
 		}
 		if ch := f.storing; ch != nil {
+			appends := f.changesLocked().appendOnly()
 			f.mu.Unlock()
 			f.io.Unlock()
+			if appends {
+				f.openAhead() // for the next write-back, ours or a later closer's
+			}
 			select {
 			case <-ch:
 				continue
@@ -109,6 +113,7 @@ func (f *file) writeBack(ctx context.Context) error {
 		var setTimes *[2]time.Time
 		if err != nil {
 			f.restoreSnapshotLocked(s)
+			f.keepDirtyLocked()
 		} else {
 			f.storedGen = max(f.storedGen, s.gen)
 		}
@@ -134,7 +139,9 @@ func (f *file) writeBack(ctx context.Context) error {
 			if s.base < 0 {
 				defer t.dirChanged(path.Dir(p)) // perhaps a new entry there
 			}
-			if serr := f.saveRecordLocked(); serr != nil {
+			if f.unrecorded {
+				f.recordLaterLocked()
+			} else if serr := f.saveRecordLocked(); serr != nil {
 				t.c.log.Warn("cache: cannot save a record", "err", serr)
 			}
 			t.setDirty(f, false)
@@ -276,6 +283,13 @@ func (f *file) quiesce() bool {
 // and starts a new base at its end: writes made while it runs are the
 // next write-back's.
 func (f *file) takeSnapshotLocked() snapshot {
+	s := f.changesLocked()
+	f.base, f.low, f.changed, f.retried = f.size, f.size, nil, false
+	return s
+}
+
+// changesLocked is what a write-back started now would send.
+func (f *file) changesLocked() snapshot {
 	s := snapshot{gen: f.writeGen, size: f.size, path: f.path, mtime: f.mtime,
 		base: f.base, low: f.low, changed: f.changed, retried: f.retried}
 	_, appends := f.t.w.(remote.Appender)
@@ -283,7 +297,6 @@ func (f *file) takeSnapshotLocked() snapshot {
 	if !appends && !patches {
 		s.base = -1
 	}
-	f.base, f.low, f.changed, f.retried = f.size, f.size, nil, false
 	return s
 }
 
@@ -318,7 +331,15 @@ func (f *file) send(ctx context.Context, b *blob, s snapshot, mode os.FileMode) 
 	}
 	switch {
 	case s.appendOnly() && ap != nil:
-		n, err := ap.Append(ctx, s.path, io.NewSectionReader(b.f, s.base, s.size-s.base), s.size-s.base)
+		data := io.NewSectionReader(b.f, s.base, s.size-s.base)
+		var n int64
+		var err error
+		if af := f.takeAhead(ctx, s.path); af != nil {
+			n, err = af.Append(ctx, data, s.size-s.base)
+			af.Close()
+		} else {
+			n, err = ap.Append(ctx, s.path, data, s.size-s.base)
+		}
 		if n < 0 {
 			n = s.size
 		}

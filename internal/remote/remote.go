@@ -135,6 +135,27 @@ type Appender interface {
 	Append(ctx context.Context, p string, r io.Reader, n int64) (int64, error)
 }
 
+// AppendOpener is implemented by Appenders whose append first opens the
+// file, a round trip of its own (SFTP, 9P). The cache opens ahead, once
+// a program has opened the file with O_APPEND or while another
+// write-back of the file runs, so that a write-back waits for its data
+// only. The file is never opened before a program opened it: the file
+// the data reach is the one the program's open named, as with Append.
+type AppendOpener interface {
+	// OpenAppend opens the existing file p for appending, as Append
+	// does before it writes.
+	OpenAppend(ctx context.Context, p string) (AppendFile, error)
+}
+
+// AppendFile is a file OpenAppend opened.
+type AppendFile interface {
+	// Append is Appender.Append on this file; it may be called once.
+	Append(ctx context.Context, r io.Reader, n int64) (int64, error)
+	// Close releases the file without waiting for the server; a
+	// failure is logged.
+	Close()
+}
+
 // Patcher is implemented by writable backends that can change part of an
 // existing file, so that a write-back sends what changed, not the file.
 type Patcher interface {

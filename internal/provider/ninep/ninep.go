@@ -67,16 +67,17 @@ type Backend struct {
 }
 
 var (
-	_ remote.Dialer    = Dial
-	_ remote.Backend   = (*Backend)(nil)
-	_ remote.Writer    = (*Backend)(nil)
-	_ remote.Chtimer   = (*Backend)(nil)
-	_ remote.Chowner   = (*Backend)(nil)
-	_ remote.Symlinker = (*Backend)(nil)
-	_ remote.Linker    = (*Backend)(nil)
-	_ remote.Statfser  = (*Backend)(nil)
-	_ remote.Appender  = (*Backend)(nil)
-	_ remote.Patcher   = (*Backend)(nil)
+	_ remote.Dialer       = Dial
+	_ remote.Backend      = (*Backend)(nil)
+	_ remote.Writer       = (*Backend)(nil)
+	_ remote.Chtimer      = (*Backend)(nil)
+	_ remote.Chowner      = (*Backend)(nil)
+	_ remote.Symlinker    = (*Backend)(nil)
+	_ remote.Linker       = (*Backend)(nil)
+	_ remote.Statfser     = (*Backend)(nil)
+	_ remote.Appender     = (*Backend)(nil)
+	_ remote.AppendOpener = (*Backend)(nil)
+	_ remote.Patcher      = (*Backend)(nil)
 )
 
 // Dial connects to server ("[user@]host[:port]", port 564 by default) and

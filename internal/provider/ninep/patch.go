@@ -13,25 +13,54 @@ import (
 // dotlAppend is Tlopen's O_APPEND (Linux's value, whatever the host's).
 const dotlAppend = 0x400
 
-// Append writes n bytes of r at the end of the existing file p, opened
-// with O_APPEND: the server (diod) opens it O_APPEND and writes with
-// pwrite(2), which on Linux appends whatever offset it names, so each
-// Twrite lands at the end as the server sees it. It returns when the
-// server has written them (Rwrite), as a write(2) there would, without an
-// fsync or a Tgetattr (size -1: unknown); the fid is clunked behind the
-// reply. Appends are the open/append/close cycles of logs, where every
-// round trip counts: walk, open, write.
+// Append writes n bytes of r at the end of the existing file p: OpenAppend,
+// then the file's Append and Close.
 func (b *Backend) Append(ctx context.Context, p string, r io.Reader, n int64) (int64, error) {
-	s, f, err := b.open(ctx, "append", p, p9.WriteOnly|dotlAppend)
+	f, err := b.OpenAppend(ctx, p)
 	if err != nil {
 		return -1, err
 	}
+	defer f.Close()
+	return f.Append(ctx, r, n)
+}
+
+// OpenAppend walks to the existing file p and opens it with O_APPEND: the
+// server (diod) opens it O_APPEND and writes with pwrite(2), which on
+// Linux appends whatever offset it names, so each Twrite lands at the end
+// as the server sees it.
+func (b *Backend) OpenAppend(ctx context.Context, p string) (remote.AppendFile, error) {
+	s, f, err := b.open(ctx, "append", p, p9.WriteOnly|dotlAppend)
+	if err != nil {
+		return nil, err
+	}
+	return &appendFile{b: b, s: s, f: f, p: p}, nil
+}
+
+// appendFile is a file OpenAppend opened on connection s.
+type appendFile struct {
+	b *Backend
+	s *conn
+	f p9.File
+	p string
+}
+
+// Append returns when the server has written the data (Rwrite), as a
+// write(2) there would, without an fsync or a Tgetattr (size -1:
+// unknown): appends are the open/append/close cycles of logs, where
+// every round trip counts.
+func (a *appendFile) Append(ctx context.Context, r io.Reader, n int64) (int64, error) {
+	if a.s.Err() != nil {
+		// The connection ended since the open: the fid is gone with
+		// it; open the file again on the next one.
+		return a.b.Append(ctx, a.p, r, n)
+	}
 	// The offsets are ignored by the server; counting from 0 keeps
 	// write's bookkeeping.
-	err = b.write(ctx, s, f, "append", p, r, 0, n)
-	b.s.Go(func() { f.Close() })
-	return -1, err
+	return -1, a.b.write(ctx, a.s, a.f, "append", a.p, r, 0, n)
 }
+
+// Close clunks the fid behind the caller's back.
+func (a *appendFile) Close() { a.b.s.Go(func() { a.f.Close() }) }
 
 // Patch writes the ranges of r at their offsets of the existing file p
 // and sets its length to size, then syncs, as Store does.

@@ -11,40 +11,75 @@ import (
 	"github.com/pkg/sftp"
 
 	"wirefs/internal/remote"
+	"wirefs/internal/remote/session"
 )
 
-// Append writes n bytes of r at the end of the existing file p, opened
-// with SSH_FXF_APPEND: OpenSSH opens it O_APPEND, and each write lands at
-// the end as the server sees it, whatever offset the write names (the
-// tests check this on the real server), in the order the writes arrive.
-// pkg/sftp keeps that order: one goroutine sends a ReadFrom's writes, in
-// sequence, while up to maxRequests are in flight.
-//
-// It returns when the server has acknowledged every write, as sshfs
-// does at close: round trips are open and the writes; the handle is
-// closed behind the reply (a failed close is logged), and the size is
-// not asked (-1: unknown). Appends are the open/append/close cycles of
-// logs, where every round trip counts.
+// Append writes n bytes of r at the end of the existing file p: OpenAppend,
+// then the file's Append and Close.
 func (b *backend) Append(ctx context.Context, p string, r io.Reader, n int64) (int64, error) {
-	src := newSource(ctx, r, n)
-	defer src.stop() // the transfer may outlive a cancelled Append
-	_, err := call(ctx, b, "append", p, []string{p}, nil, func(c *conn) (struct{}, error) {
+	f, err := b.OpenAppend(ctx, p)
+	if err != nil {
+		return -1, err
+	}
+	defer f.Close()
+	return f.Append(ctx, r, n)
+}
+
+// OpenAppend opens the existing file p with SSH_FXF_APPEND: OpenSSH opens
+// it O_APPEND, and each write lands at the end as the server sees it,
+// whatever offset the write names (the tests check this on the real
+// server), in the order the writes arrive. Opening changes nothing, so
+// it is retried on a new connection like a read.
+func (b *backend) OpenAppend(ctx context.Context, p string) (remote.AppendFile, error) {
+	return call(ctx, b, "append", p, []string{p}, session.Always, func(c *conn) (remote.AppendFile, error) {
 		f, err := c.sftp.OpenFile(p, os.O_WRONLY|os.O_APPEND)
 		if err != nil {
-			return struct{}{}, b.explain(c, "append", p, opens, err)
+			return nil, b.explain(c, "append", p, opens, err)
 		}
-		written, err := f.ReadFrom(src)
-		b.s.Go(func() {
-			if cerr := f.Close(); cerr != nil && err == nil {
-				b.log.Debug("sftp: closing an appended file failed", "path", p, "err", cerr)
-			}
-		})
+		return &appendFile{b: b, c: c, f: f, p: p}, nil
+	}, remote.AppendFile.Close)
+}
+
+// appendFile is a file OpenAppend opened on connection c.
+type appendFile struct {
+	b *backend
+	c *conn
+	f *sftp.File
+	p string
+}
+
+// Append sends the writes; pkg/sftp keeps their order: one goroutine
+// sends a ReadFrom's writes, in sequence, while up to maxRequests are in
+// flight. It returns when the server has acknowledged every write, as
+// sshfs does at close, and does not ask the size (-1: unknown): appends
+// are the open/append/close cycles of logs, where every round trip
+// counts.
+func (a *appendFile) Append(ctx context.Context, r io.Reader, n int64) (int64, error) {
+	if a.c.Err() != nil {
+		// The connection ended since the open (the server restarted,
+		// or stalled): the file is gone with it; open it again on
+		// the next one.
+		return a.b.Append(ctx, a.p, r, n)
+	}
+	src := newSource(ctx, r, n)
+	defer src.stop() // the transfer may outlive a cancelled Append
+	_, err := session.On(ctx, a.b.s, a.c, "append", a.p, func() (struct{}, error) {
+		written, err := a.f.ReadFrom(src)
 		if err == nil && written < n {
-			return struct{}{}, b.srv.Errorf(syscall.EIO, "append", p, "the data ended after %d of %d bytes", written, n)
+			return struct{}{}, a.b.srv.Errorf(syscall.EIO, "append", a.p, "the data ended after %d of %d bytes", written, n)
 		}
-		return struct{}{}, b.writeFailure(c, "append", p, src, n-written, err)
+		return struct{}{}, a.b.writeFailure(a.c, "append", a.p, src, n-written, err)
 	}, nil)
 	return -1, err
+}
+
+// Close closes the file behind the caller's back: nothing waits for it.
+func (a *appendFile) Close() {
+	a.b.s.Go(func() {
+		if err := a.f.Close(); err != nil {
+			a.b.log.Debug("sftp: closing an appended file failed", "path", a.p, "err", err)
+		}
+	})
 }
 
 // Patch writes the ranges of r at their offsets of the existing file p,

@@ -42,16 +42,17 @@ const (
 )
 
 var (
-	_ remote.Dialer    = Dial
-	_ remote.Backend   = (*backend)(nil)
-	_ remote.Writer    = (*backend)(nil)
-	_ remote.Chtimer   = (*backend)(nil)
-	_ remote.Chowner   = (*backend)(nil)
-	_ remote.Symlinker = (*backend)(nil)
-	_ remote.Linker    = (*backend)(nil)
-	_ remote.Statfser  = (*backend)(nil)
-	_ remote.Appender  = (*backend)(nil)
-	_ remote.Patcher   = (*backend)(nil)
+	_ remote.Dialer       = Dial
+	_ remote.Backend      = (*backend)(nil)
+	_ remote.Writer       = (*backend)(nil)
+	_ remote.Chtimer      = (*backend)(nil)
+	_ remote.Chowner      = (*backend)(nil)
+	_ remote.Symlinker    = (*backend)(nil)
+	_ remote.Linker       = (*backend)(nil)
+	_ remote.Statfser     = (*backend)(nil)
+	_ remote.Appender     = (*backend)(nil)
+	_ remote.AppendOpener = (*backend)(nil)
+	_ remote.Patcher      = (*backend)(nil)
 )
 
 // backend is one session: a connection that is replaced when it dies
