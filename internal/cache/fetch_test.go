@@ -96,6 +96,14 @@ func TestReadAheadKeepsWindowsInFlight(t *testing.T) {
 	if _, err := h.(ns.ReaderAt).ReadAt(bg, buf, 0); err != nil {
 		t.Fatal(err)
 	}
+	f := h.(*handle).f
+	// The first fetch (the read and its window) may still be streaming
+	// when ReadAt returns; a window is not read ahead of one in flight.
+	waitFor(t, "the first fetch to end", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.fetches) == 0
+	})
 	b.mu.Lock()
 	b.stall = make(chan struct{})
 	b.mu.Unlock()
@@ -106,7 +114,6 @@ func TestReadAheadKeepsWindowsInFlight(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f := h.(*handle).f
 	f.mu.Lock()
 	var ahead []span
 	for _, fe := range f.fetches {
