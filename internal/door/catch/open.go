@@ -198,19 +198,17 @@ type opening struct {
 }
 
 // open serves open, openat, openat2 and creat: decode, then decide and
-// act until the target has its answer.
-func (s *server) open(n *notif, c call, w where) {
+// act until the target has its answer. ctx ends when the notification
+// stops standing (the target was interrupted or died).
+func (s *server) open(ctx context.Context, n *notif, c call, w where) {
 	oc, errno := decodeOpen(n, w.slash)
 	if errno != 0 {
 		s.respond(n.ID, 0, errno)
 		return
 	}
-	o := &opening{n: n, c: c, w: w, facts: openFacts{call: oc, door: s.mnt != ""}}
+	o := &opening{n: n, c: c, w: w, ctx: ctx, facts: openFacts{call: oc, door: s.mnt != ""}}
 	plan := decideOpen(o.facts)
 	if plan.action == openLookup {
-		ctx, cancel := s.watch(n.ID)
-		defer cancel()
-		o.ctx = ctx
 		s.lookup(o)
 		plan = decideOpen(o.facts)
 	}

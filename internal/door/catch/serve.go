@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 	"unsafe"
 
 	fusedoor "wirefs/internal/door/fuse"
@@ -34,6 +33,10 @@ type server struct {
 	umask    int     // the supervisor's own
 	pacing   uint64  // Options.Pace
 	ids      credSource
+	// Namespace calls being served, for the watchdog (watchdog.go).
+	busyMu   sync.Mutex
+	busy     map[*serving]struct{}
+	watching bool // the watchdog runs
 	// Counters, for the debug log at exit.
 	nCont, nServed atomic.Uint64
 }
@@ -41,7 +44,7 @@ type server struct {
 // receive loops on SECCOMP_IOCTL_NOTIF_RECV until the listener fails (it
 // is closed, or the supervisor is shutting down). Local paths are
 // answered inline: that is the hot path. Namespace paths are served
-// inline too (serveInline), unless they take long.
+// inline too, unless they take long (watchdog.go).
 func (s *server) receive() {
 	buf := make([]uint64, (s.nsize+7)/8)
 	raw := unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), len(buf)*8)
@@ -61,33 +64,11 @@ func (s *server) receive() {
 			return
 		}
 		n := *(*notif)(unsafe.Pointer(&raw[0]))
-		if serve := s.handle(&n); serve != nil && !s.serveInline(serve) {
+		if serve := s.handle(&n); serve != nil && !s.serveInline(n.ID, serve) {
 			return // another receiver took over meanwhile
 		}
 	}
 }
-
-// serveInline serves a namespace call on the receiving goroutine and
-// reports whether that goroutine is still the receiver. Nearly every such
-// call is over in tens of microseconds (a loopback connect, a stat on the
-// private door), and starting a receiver for each — a new goroutine, its
-// stack grown anew, a thread woken to run it, and a target whose next
-// call finds no receiver waiting — cost more than the call (connect+close
-// 175 µs against 21 µs raw). One that may block (a concurrent server
-// waiting for a client, a slow connect or DNS lookup) must not hold up
-// the other calls, so when it has taken handoffAfter a new receiver takes
-// over, and this goroutine ends once it has served its call: the number
-// of receivers stays the same.
-func (s *server) serveInline(serve func()) bool {
-	t := time.AfterFunc(handoffAfter, s.receive)
-	serve()
-	return t.Stop()
-}
-
-// handoffAfter is how long a namespace call may hold up the calls behind
-// it before another receiver takes over. Go's timers fire with about a
-// millisecond's precision when the program is idle.
-const handoffAfter = time.Millisecond
 
 // respond answers with a value or an errno.
 func (s *server) respond(id uint64, val int64, errno syscall.Errno) {
@@ -197,8 +178,9 @@ func (s *server) warn(key, msg string, args ...any) {
 }
 
 // handle answers one notification if it can at once, or returns the
-// function that serves it (a name in the namespace).
-func (s *server) handle(n *notif) (serve func()) {
+// function that serves it (a name in the namespace) with a context that
+// ends when the notification stops standing.
+func (s *server) handle(n *notif) (serve func(ctx context.Context)) {
 	c, ok := trappedCall(int(n.Nr))
 	if !ok {
 		s.cont(n.ID)
@@ -227,13 +209,13 @@ func (s *server) handle(n *notif) (serve func()) {
 	case routeRefuse:
 		s.refuse(n, c, r.errno)
 	case routeTwo:
-		return func() {
+		return func(context.Context) {
 			if s.valid(n.ID) {
 				s.two(n, c, w, w2)
 			}
 		}
 	case routeServe:
-		return func() { s.serve(n, c, w) }
+		return func(ctx context.Context) { s.serve(ctx, n, c, w) }
 	}
 	return nil
 }
@@ -298,7 +280,7 @@ func (s *server) private(w where) string {
 	return p
 }
 
-func (s *server) serve(n *notif, c call, w where) {
+func (s *server) serve(ctx context.Context, n *notif, c call, w where) {
 	if !s.valid(n.ID) {
 		return
 	}
@@ -308,7 +290,7 @@ func (s *server) serve(n *notif, c call, w where) {
 	}
 	switch c.kind {
 	case kOpen:
-		s.open(n, c, w)
+		s.open(ctx, n, c, w)
 	case kStat, kStatx, kStatfs, kReadlink:
 		s.statLike(n, c, w)
 	case kAccess:
@@ -323,38 +305,6 @@ func (s *server) serve(n *notif, c call, w where) {
 		s.respond(n.ID, 0, syscall.ENOSYS)
 	}
 }
-
-// watch returns a context cancelled when the notification stops being
-// valid: the target was interrupted (Ctrl-C on a blocked open) or died.
-// It checks every watchEvery on a timer, so a call served in less time
-// (nearly all of them) costs no goroutine and no check.
-func (s *server) watch(id uint64) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(s.ctx)
-	var mu sync.Mutex // orders t's assignment before check reads it
-	var t *time.Timer
-	check := func() {
-		if !s.valid(id) {
-			cancel()
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if ctx.Err() == nil {
-			t.Reset(watchEvery)
-		}
-	}
-	mu.Lock()
-	t = time.AfterFunc(watchEvery, check)
-	mu.Unlock()
-	return ctx, func() {
-		cancel()
-		mu.Lock()
-		t.Stop()
-		mu.Unlock()
-	}
-}
-
-const watchEvery = 20 * time.Millisecond
 
 func (s *server) caller(tid uint32) ns.Caller {
 	t0 := s.tm.start()

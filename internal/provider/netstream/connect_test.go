@@ -117,8 +117,8 @@ func TestTCPConnectTimeout(t *testing.T) {
 }
 
 // The socket a client open returns is what socket(2) and connect(2) give a
-// program: blocking, close-on-exec only in the daemon, TCP_NODELAY set as
-// on every socket the daemon serves.
+// program: blocking, without a send timeout, with TCP_NODELAY set as on
+// every socket the daemon serves.
 func TestTCPClientKernelFileIsPlainSocket(t *testing.T) {
 	e := newEnv(t)
 	ln := listenTCP(t, "127.0.0.1:0")
@@ -134,5 +134,9 @@ func TestTCPClientKernelFileIsPlainSocket(t *testing.T) {
 	}
 	if v, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY); err != nil || v == 0 {
 		t.Fatalf("TCP_NODELAY = %d, %v", v, err)
+	}
+	// The connect timeout was the socket's own for the connect only.
+	if tv, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO); err != nil || tv.Sec != 0 || tv.Usec != 0 {
+		t.Fatalf("SO_SNDTIMEO = %+v, %v; want none", tv, err)
 	}
 }

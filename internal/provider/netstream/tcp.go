@@ -54,14 +54,9 @@ func (p *Provider) dialTCP(ctx context.Context, name string, n Name, c ns.Caller
 			return nil, err
 		}
 	}
-	if p.ConnectTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.ConnectTimeout)
-		defer cancel()
-	}
 	var lastErr error
 	for _, r := range remotes {
-		f, err := connectTCP(ctx, r, local)
+		f, err := connectTCP(ctx, r, local, p.ConnectTimeout)
 		if err == nil {
 			return ns.SocketFile(f, p.track("tcp", name, c)), nil
 		}
@@ -80,9 +75,9 @@ func (p *Provider) dialTCP(ctx context.Context, name string, n Name, c ns.Caller
 // spares the poller's round trip, a goroutine switch and a duplicate per
 // connection (on loopback the handshake is done before connect returns).
 // TCP_NODELAY is set, as Go sets it on every socket the daemon serves, so
-// both doors put the same segments on the wire. The end of ctx
-// (cancellation, the connect timeout) aborts the connect.
-func connectTCP(ctx context.Context, remote, local netip.AddrPort) (*os.File, error) {
+// both doors put the same segments on the wire. The end of ctx aborts
+// the connect; timeout, if not 0, bounds it.
+func connectTCP(ctx context.Context, remote, local netip.AddrPort, timeout time.Duration) (*os.File, error) {
 	family := unix.AF_INET6
 	if remote.Addr().Unmap().Is4() && (!local.IsValid() || local.Addr().Unmap().Is4()) {
 		family = unix.AF_INET
@@ -95,7 +90,7 @@ func connectTCP(ctx context.Context, remote, local netip.AddrPort) (*os.File, er
 		unix.Close(fd)
 		return nil, err
 	}
-	if err := connectAbortable(ctx, fd, sockaddr(family, remote)); err != nil {
+	if err := connectAbortable(ctx, fd, sockaddr(family, remote), timeout); err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
@@ -140,8 +135,18 @@ func sockaddr(family int, a netip.AddrPort) unix.Sockaddr {
 // wakes it with shutdown(2), which turns a connect in progress into a
 // reset. shutdown before the connect has begun would do nothing, so it is
 // repeated until the connect returns. The descriptor is not closed or
-// reused before the aborting goroutine has finished.
-func connectAbortable(ctx context.Context, fd int, sa unix.Sockaddr) error {
+// reused before the aborting goroutine has finished. The timeout is the
+// socket's own (SO_SNDTIMEO bounds a blocking connect), not a Go timer:
+// arming one wakes Go's network poller, a thread switch per connection.
+func connectAbortable(ctx context.Context, fd int, sa unix.Sockaddr, timeout time.Duration) error {
+	if timeout > 0 {
+		tv := unix.NsecToTimeval(timeout.Nanoseconds())
+		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
+			return os.NewSyscallError("setsockopt", err)
+		}
+		// The program gets the socket without it.
+		defer unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &unix.Timeval{})
+	}
 	connected := make(chan struct{})
 	aborted := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
@@ -168,6 +173,10 @@ func connectAbortable(ctx context.Context, fd int, sa unix.Sockaddr) error {
 	if !stop() {
 		<-aborted
 		return ctx.Err()
+	}
+	if err == unix.EINPROGRESS {
+		// SO_SNDTIMEO ran out.
+		return ns.Errorf(syscall.ETIMEDOUT, "connect: no answer within %v", timeout)
 	}
 	if err != nil {
 		return os.NewSyscallError("connect", err)
