@@ -18,7 +18,8 @@
 #   (b) make -B of a C project of 20 files;
 #   (c) connection setup: open("/net/tcp/127.0.0.1:PORT") + close under
 #       wirefs run vs socket+connect+close natively (bench/nb.c, median
-#       of 500 per run);
+#       of 500 per run), and under a minimal C supervisor that does only
+#       receive, read, connect, ADDFD (catchfloor connect: the floor);
 #   (d) 1 GiB written to the injected socket vs a raw one (nb xfer),
 #       alternating raw and injected runs, and which of them goes first.
 # Wall times include starting wirefs run (and PRoot) once per run.
@@ -90,6 +91,7 @@ secs() {
 }
 # med: the median of the numbers on stdin.
 med() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "n/a" }'; }
+us() { awk -v a="$1" -v b="${2:-0}" 'BEGIN { printf "%.2f", (a - b) / 1000 }'; } # ns -> µs
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0 || a == "n/a") print "n/a"; else printf "%.2f", a / b }'; }
 
 echo "## bench/catch.sh, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, kernel $(uname -r)"
@@ -151,11 +153,12 @@ P_DRAIN=5201 P_SINK=5202 GIB=1073741824
 start_server drain $P_DRAIN 0
 start_server sink $P_SINK $GIB
 first() { "$@" | awk '{ print $1 }'; } # nb's per-operation median
-raw=() file=() fileb=()
+raw=() file=() fileb=() cfl=()
 for _ in $(seq "$RUNS"); do
 	raw+=("$(first "$NB" connect raw:127.0.0.1:$P_DRAIN -n 500)")
 	file+=("$(first "${RUN[@]}" "$NB" connect file:/net/tcp/127.0.0.1:$P_DRAIN -n 500)")
 	[ -z "$BEFORE" ] || fileb+=("$(first "${RUNB[@]}" "$NB" connect file:/net/tcp/127.0.0.1:$P_DRAIN -n 500)")
+	cfl+=("$(first "$CF" connect 500 $P_DRAIN sync)")
 done
 rm=$(printf '%s\n' "${raw[@]}" | med) fm=$(printf '%s\n' "${file[@]}" | med)
 line="| (c) connection setup + close (µs, median of 500) | $rm µs | $fm µs | $(ratio "$fm" "$rm")x |"
@@ -164,6 +167,10 @@ if [ -n "$BEFORE" ]; then
 	line="$line $bm µs | $(ratio "$bm" "$rm")x |"
 fi
 echo "$line | | ≤ 2x |"
+cm=$(printf '%s\n' "${cfl[@]}" | med)
+line="| (c) the same under a minimal C supervisor (catchfloor connect: the floor) | $rm µs | $(us "$cm") µs | $(ratio "$(us "$cm")" "$rm")x |"
+[ -z "$BEFORE" ] || line="$line | |"
+echo "$line | | |"
 raw=() file=() fileb=()
 for i in $(seq "$RUNS"); do
 	# Which goes first alternates: a transfer right after another one
@@ -198,7 +205,6 @@ for _ in $(seq "$RUNS"); do
 done
 nm=$(printf '%s\n' "${nat[@]}" | med) rm=$(printf '%s\n' "${flr[@]}" | med)
 fm=$(printf '%s\n' "${flo[@]}" | med) wm=$(printf '%s\n' "${wfs[@]}" | med)
-us() { awk -v a="$1" -v b="${2:-0}" 'BEGIN { printf "%.2f", (a - b) / 1000 }'; }
 echo "Per trapped call: stat(2) of a local file in a loop, median of $RUNS runs of $N calls (µs per call)."
 echo
 echo "| native | C supervisor: receive + CONTINUE | + read the path | wirefs run | kernel round trip | read of the path | Go supervisor beyond the C one |"

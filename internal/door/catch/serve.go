@@ -209,13 +209,15 @@ func (s *server) handle(n *notif) (serve func(ctx context.Context)) {
 	case routeRefuse:
 		s.refuse(n, c, r.errno)
 	case routeTwo:
+		m := *n // a copy: n stays on the receiver's stack on the hot path
 		return func(context.Context) {
-			if s.valid(n.ID) {
-				s.two(n, c, w, w2)
+			if s.valid(m.ID) {
+				s.two(&m, c, w, w2)
 			}
 		}
 	case routeServe:
-		return func(ctx context.Context) { s.serve(ctx, n, c, w) }
+		m := *n
+		return func(ctx context.Context) { s.serve(ctx, &m, c, w) }
 	}
 	return nil
 }
