@@ -59,6 +59,31 @@ func (s *socketHandle) KernelFile() (*os.File, error) {
 	return s.file, s.fileErr
 }
 
+// NetConner is a socket handle's connection as Go's poller serves it:
+// non-blocking, woken by deadlines. For an engine in the daemon that waits
+// on the socket and must be woken (splice), where a door that injects
+// the socket into a program takes KernelFile as it is.
+type NetConner interface {
+	NetConn() (net.Conn, error)
+}
+
+var (
+	_ NetConner = (*socketHandle)(nil)
+	_ NetConner = (*socketFile)(nil)
+)
+
+func (s *socketHandle) NetConn() (net.Conn, error) { return s.conn, nil }
+
+// NetConn is the socket made non-blocking (a duplicate in Go's poller,
+// sharing its open file description), as for Read and Write.
+func (s *socketFile) NetConn() (net.Conn, error) {
+	c, err := s.served()
+	if err != nil {
+		return nil, err
+	}
+	return c.conn, nil
+}
+
 // SocketFile makes a connected socket that a provider made itself (a
 // blocking connect(2)) a handle, as Socket does for a net.Conn, with
 // nothing spent on what a door that injects it never uses: KernelFile is

@@ -127,8 +127,19 @@ func Kernel(name string, obj deadliner) (*End, error) {
 func File(name string, f *os.File) (*End, error) { return Kernel(name, f) }
 
 // Handle makes an end of a namespace handle: its kernel object when it is
-// one (ns.KernelObject), else a user-space end of its Reader and Writer.
+// one (a socket as Go's poller serves it, ns.NetConner, else
+// ns.KernelObject), else a user-space end of its Reader and Writer.
 func Handle(name string, h ns.Handle) (*End, error) {
+	if nc, ok := h.(ns.NetConner); ok {
+		// A provider's socket may be in blocking mode (made for a
+		// program to be injected with, ns.SocketFile), which Kernel
+		// could only copy in user space.
+		if c, err := nc.NetConn(); err == nil {
+			if d, ok := c.(deadliner); ok {
+				return Kernel(name, d)
+			}
+		}
+	}
 	if ko, ok := h.(ns.KernelObject); ok {
 		if f, err := ko.KernelFile(); err == nil {
 			return Kernel(name, f)

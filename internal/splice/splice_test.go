@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"wirefs/internal/leakcheck"
+	"wirefs/internal/ns"
 )
 
 // tcpPair is a connected pair of loopback TCP sockets.
@@ -101,6 +102,47 @@ func TestFileToSocket(t *testing.T) {
 	}
 	a.Close()
 	sameSum(t, "file→socket", <-got, data)
+	if !slices.Contains(st.Methods(), "sendfile") || st.UserCopy() {
+		t.Errorf("methods %v, want sendfile and no user-space copy", st.Methods())
+	}
+	f.Close()
+	b.Close()
+	base.Check(t)
+}
+
+// TestProviderSocketInKernel: a socket a provider connected itself and
+// keeps in blocking mode for the catcher (ns.SocketFile) is still a
+// kernel end: sendfile, no user-space copy (a blocking descriptor alone
+// would be copied in user space, at five times the CPU).
+func TestProviderSocketInKernel(t *testing.T) {
+	base := leakcheck.Take(t)
+	data := randomBytes(t, 1<<20+7)
+	f := tempFile(t, data)
+	a, b := tcpPair(t)
+	af, err := a.File() // a duplicate: a is closed at once
+	a.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.SetNonblock(int(af.Fd()), false); err != nil {
+		t.Fatal(err)
+	}
+	h := ns.SocketFile(af, nil)
+	dst, err := Handle("sock", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dst.UserSpace() {
+		t.Fatal("a blocking provider socket became a user-space end")
+	}
+	got := readAllConn(b)
+	st := NewStats()
+	n, err := Copy(context.Background(), end(t, "file", f), dst, Options{Stats: st})
+	if err != nil || n != int64(len(data)) {
+		t.Fatalf("Copy = %d, %v", n, err)
+	}
+	h.Close()
+	sameSum(t, "file→provider socket", <-got, data)
 	if !slices.Contains(st.Methods(), "sendfile") || st.UserCopy() {
 		t.Errorf("methods %v, want sendfile and no user-space copy", st.Methods())
 	}
