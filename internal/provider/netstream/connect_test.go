@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,6 +23,13 @@ import (
 // is full (backlog 0, one connection queued and never accepted): the
 // kernel drops the SYN of every further connect, which then waits.
 func fullListener(t *testing.T) int {
+	t.Helper()
+	port, _ := fullListenerFD(t)
+	return port
+}
+
+// fullListenerFD is fullListener with the listening socket.
+func fullListenerFD(t *testing.T) (int, int) {
 	t.Helper()
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -43,7 +52,7 @@ func fullListener(t *testing.T) int {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { queued.Close() })
-	return port
+	return port, fd
 }
 
 // awaitSynSent waits until a connect to port is in progress (SYN_SENT in
@@ -138,5 +147,65 @@ func TestTCPClientKernelFileIsPlainSocket(t *testing.T) {
 	// The connect timeout was the socket's own for the connect only.
 	if tv, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO); err != nil || tv.Sec != 0 || tv.Usec != 0 {
 		t.Fatalf("SO_SNDTIMEO = %+v, %v; want none", tv, err)
+	}
+}
+
+// A connect interrupted by signals (with a send timeout set the kernel
+// does not restart it) goes on waiting: it still times out with
+// ETIMEDOUT, and still completes when the server answers.
+func TestTCPConnectInterruptedBySignals(t *testing.T) {
+	for _, answer := range []bool{false, true} {
+		t.Run(fmt.Sprintf("answered=%v", answer), func(t *testing.T) {
+			port, lfd := fullListenerFD(t)
+			timeout := 300 * time.Millisecond
+			if answer {
+				timeout = 10 * time.Second
+			}
+			tids := make(chan int, 1)
+			done := make(chan error, 1)
+			go func() {
+				runtime.LockOSThread() // signals go to this thread
+				defer runtime.UnlockOSThread()
+				tids <- unix.Gettid()
+				f, err := connectTCP(context.Background(), netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)), netip.AddrPort{}, timeout)
+				if err == nil {
+					f.Close()
+				}
+				done <- err
+			}()
+			tid := <-tids
+			awaitSynSent(t, port)
+			if answer {
+				// Room in the accept queue: the next SYN (a second
+				// later) is answered.
+				c, _, err := unix.Accept(lfd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer unix.Close(c)
+			}
+			signals := time.NewTicker(time.Millisecond)
+			defer signals.Stop()
+			// Far beyond the timeout, far below the kernel's own bound
+			// (SYN retries, 127 s) that restarting the full timeout at
+			// every signal would end at.
+			bound := time.After(20 * time.Second)
+			for {
+				select {
+				case <-bound:
+					t.Fatal("a connect interrupted by signals outlived its timeout")
+				case err := <-done:
+					if answer && err != nil {
+						t.Fatalf("connect interrupted by signals, then answered: %v", err)
+					}
+					if !answer {
+						wantErrno(t, "connect interrupted by signals", err, syscall.ETIMEDOUT)
+					}
+					return
+				case <-signals.C:
+					unix.Tgkill(os.Getpid(), tid, unix.SIGURG)
+				}
+			}
+		})
 	}
 }

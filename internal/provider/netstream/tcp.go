@@ -139,13 +139,14 @@ func sockaddr(family int, a netip.AddrPort) unix.Sockaddr {
 // socket's own (SO_SNDTIMEO bounds a blocking connect), not a Go timer:
 // arming one wakes Go's network poller, a thread switch per connection.
 func connectAbortable(ctx context.Context, fd int, sa unix.Sockaddr, timeout time.Duration) error {
+	var deadline time.Time
 	if timeout > 0 {
-		tv := unix.NsecToTimeval(timeout.Nanoseconds())
-		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
-			return os.NewSyscallError("setsockopt", err)
+		deadline = time.Now().Add(timeout)
+		if err := setSendTimeout(fd, timeout); err != nil {
+			return err
 		}
 		// The program gets the socket without it.
-		defer unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &unix.Timeval{})
+		defer setSendTimeout(fd, 0)
 	}
 	connected := make(chan struct{})
 	aborted := make(chan struct{})
@@ -161,12 +162,27 @@ func connectAbortable(ctx context.Context, fd int, sa unix.Sockaddr, timeout tim
 		}
 	})
 	err := unix.Connect(fd, sa)
-	for retried := false; err == unix.EINTR; retried = true {
-		// A signal (Go preempts with SIGURG) may cut the wait short;
-		// connecting again waits for the connect in progress.
-		err = unix.Connect(fd, sa)
-		if retried && err == unix.EISCONN {
+	for err == unix.EINTR {
+		// A signal (the catcher's SIGCHLD, say) cut the wait short: with
+		// a send timeout the kernel does not restart the call. Connecting
+		// again waits for the connect in progress, for what is left of
+		// the timeout; it says EISCONN if the connect completed
+		// meanwhile and EALREADY if the timeout ran out.
+		if timeout > 0 {
+			left := time.Until(deadline)
+			if left < time.Microsecond { // a zero timeval is no timeout at all
+				err = unix.EINPROGRESS
+				break
+			}
+			if err = setSendTimeout(fd, left); err != nil {
+				break
+			}
+		}
+		switch err = unix.Connect(fd, sa); err {
+		case unix.EISCONN:
 			err = nil
+		case unix.EALREADY:
+			err = unix.EINPROGRESS
 		}
 	}
 	close(connected)
@@ -182,6 +198,16 @@ func connectAbortable(ctx context.Context, fd int, sa unix.Sockaddr, timeout tim
 		return os.NewSyscallError("connect", err)
 	}
 	return nil
+}
+
+// setSendTimeout sets SO_SNDTIMEO, which bounds a blocking connect; 0
+// clears it.
+func setSendTimeout(fd int, d time.Duration) error {
+	tv := unix.NsecToTimeval(d.Nanoseconds())
+	if d > 0 && tv.Sec == 0 && tv.Usec == 0 {
+		tv.Usec = 1
+	}
+	return os.NewSyscallError("setsockopt", unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv))
 }
 
 // abortEvery is how often an aborted connect is shut down again until it
