@@ -84,17 +84,28 @@ func connectTCP(ctx context.Context, remote, local netip.AddrPort, timeout time.
 	}
 	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, os.NewSyscallError("socket", err)
+		return nil, dialOpError(remote, local, os.NewSyscallError("socket", err))
 	}
-	if err := setupTCP(fd, family, local); err != nil {
-		unix.Close(fd)
-		return nil, err
+	err = setupTCP(fd, family, local)
+	if err == nil {
+		err = connectAbortable(ctx, fd, sockaddr(family, remote), timeout)
 	}
-	if err := connectAbortable(ctx, fd, sockaddr(family, remote), timeout); err != nil {
+	if err != nil {
 		unix.Close(fd)
-		return nil, err
+		return nil, dialOpError(remote, local, err)
 	}
 	return os.NewFile(uintptr(fd), "tcp:"+remote.String()), nil
+}
+
+// dialOpError words a failed connect as Go's dialer does (a *net.OpError:
+// "dial tcp 127.0.0.1:9: connect: connection refused"), which is what
+// wirefs splice and the log say of it.
+func dialOpError(remote, local netip.AddrPort, err error) error {
+	oe := &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(remote), Err: err}
+	if local.IsValid() {
+		oe.Source = net.TCPAddrFromAddrPort(local)
+	}
+	return oe
 }
 
 // setupTCP sets TCP_NODELAY and binds to local, if valid: a fixed source
@@ -191,8 +202,7 @@ func connectAbortable(ctx context.Context, fd int, sa unix.Sockaddr, timeout tim
 		return ctx.Err()
 	}
 	if err == unix.EINPROGRESS {
-		// SO_SNDTIMEO ran out.
-		return ns.Errorf(syscall.ETIMEDOUT, "connect: no answer within %v", timeout)
+		err = unix.ETIMEDOUT // SO_SNDTIMEO ran out
 	}
 	if err != nil {
 		return os.NewSyscallError("connect", err)
