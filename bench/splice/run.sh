@@ -95,7 +95,8 @@ xfer() {
 		a=${a//@HOST/$host}; a=${a//@PORT/$PORT}; args+=("$a")
 	done
 	local t
-	t=$({ /usr/bin/time -f "%e %U %S" nsenter --net=/run/netns/"$sns" -- "${args[@]}" >/dev/null; } 2>&1 | tail -1)
+	"$PEER" cpu "$OUT/cpu.time" nsenter --net=/run/netns/"$sns" -- "${args[@]}" >/dev/null
+	t=$(cat "$OUT/cpu.time")
 	wait "$SINK_PID"
 	echo "$(cat "$OUT/sink.$PORT") $t"
 }
@@ -169,7 +170,7 @@ for tool in wirefs socat; do
 		else
 			relay=(socat "TCP-LISTEN:$lport,bind=127.0.0.1,reuseaddr" "TCP:127.0.0.1:$PORT")
 		fi
-		in_ns $NS_LO /usr/bin/time -o "$OUT/relay.time" -f "%e %U %S" "${relay[@]}" &
+		in_ns $NS_LO "$PEER" cpu "$OUT/relay.time" "${relay[@]}" &
 		rp=$!
 		in_ns $NS_LO "$PEER" sendfile "$F" 127.0.0.1 $lport
 		wait $rp "$SINK_PID"
@@ -195,7 +196,8 @@ for tool in wirefs tee; do
 			cmd=(bash -c "socat -u OPEN:$OUT/t1 TCP:127.0.0.1:${ports[0]} & socat -u OPEN:$OUT/t2 TCP:127.0.0.1:${ports[1]} &
 tee $OUT/t1 $OUT/t2 <$F | socat -u STDIN TCP:127.0.0.1:${ports[2]}; wait")
 		fi
-		t=$({ /usr/bin/time -f "%U %S" nsenter --net=/run/netns/$NS_LO -- "${cmd[@]}" >/dev/null; } 2>&1 | tail -1)
+		"$PEER" cpu "$OUT/split.time" nsenter --net=/run/netns/$NS_LO -- "${cmd[@]}" >/dev/null
+		t=$(cut -d' ' -f2- "$OUT/split.time")
 		wait "${sinks[@]}"
 		res=$(for port in "${ports[@]}"; do cat "$OUT/sink.$port"; done)
 		printf 'split\tloopback\t%s\t%s\t%s\n' $tool "$(echo "$res" | awk '{b+=$1; if ($2>s) s=$2} END {print b/3, s}')" "$t" >>"$SAMPLES"
@@ -220,11 +222,11 @@ for tool in wirefs socat; do
 			cmd=(bash -c "{ socat -u TCP-LISTEN:$p1,bind=127.0.0.1,reuseaddr STDOUT & socat -u TCP-LISTEN:$p2,bind=127.0.0.1,reuseaddr STDOUT &
 socat -u TCP-LISTEN:$p3,bind=127.0.0.1,reuseaddr STDOUT & wait; } | socat -u STDIN TCP:127.0.0.1:$PORT")
 		fi
-		in_ns $NS_LO /usr/bin/time -o "$OUT/merge.time" -f "%U %S" "${cmd[@]}" &
+		in_ns $NS_LO "$PEER" cpu "$OUT/merge.time" "${cmd[@]}" &
 		mp=$!
 		for q in $p1 $p2 $p3; do in_ns $NS_LO "$PEER" sendfile "$OUT/third" 127.0.0.1 $q & done
 		wait $mp "$SINK_PID"
-		printf 'merge\tloopback\t%s\t%s\t%s\n' $tool "$(cat "$OUT/sink.$PORT")" "$(cat "$OUT/merge.time")" >>"$SAMPLES"
+		printf 'merge\tloopback\t%s\t%s\t%s\n' $tool "$(cat "$OUT/sink.$PORT")" "$(cut -d' ' -f2- "$OUT/merge.time")" >>"$SAMPLES"
 		wait
 	done
 	MMBIT[$tool]=$(awk -v p=$tool '$1=="merge" && $3==p {printf "%.1f\n", $4*8/$5/1e6}' "$SAMPLES" | median)
