@@ -758,6 +758,29 @@ func TestServerLimitsLogins(t *testing.T) {
 	var logged syncBuffer
 	b := f.dial(t, remote.Options{Connections: 8, Log: slog.New(slog.NewTextHandler(&logged, nil))})
 
+	// Every connection the server allows held: one more read needs a
+	// login the server refuses, and waits for a held one.
+	var held []io.ReadCloser
+	for i := range allowed {
+		r, err := b.ReadRange(context.Background(), fmt.Sprintf("/f%02d", i), 0, -1)
+		mustDo(t, err)
+		held = append(held, r)
+	}
+	waiting := make(chan error, 1)
+	go func() {
+		got, err := readRange(b, context.Background(), "/f23", 0, -1)
+		if err == nil && string(got) != files["f23"] {
+			err = fmt.Errorf("f23: read back differs")
+		}
+		waiting <- err
+	}()
+	waitFor(t, "the refused login", func() bool { return strings.Contains(logged.String(), "refuses more logins") })
+	for _, r := range held {
+		r.Close()
+	}
+	mustDo(t, <-waiting)
+
+	// Many reads at once, in the foreground and ahead.
 	errs := make(chan error, len(files))
 	for name, want := range files {
 		ctx := context.Background()

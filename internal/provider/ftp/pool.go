@@ -110,7 +110,9 @@ func (b *Backend) wakeWaiters() {
 	b.changed = make(chan struct{})
 }
 
-// get leases a connection for op on p: an idle one or a new one.
+// get leases a connection for op on p: an idle one or a new one (or
+// waits for one, while the logins under way are as many as the pool's
+// connections).
 // transfer selects the slot class: transfers may hold at most limit-1
 // connections, background transfers (remote.IsBackground(ctx)) limit-2;
 // a background transfer on a server that allows fewer than three
@@ -128,7 +130,13 @@ func (b *Backend) get(ctx context.Context, transfer bool, op, p string) (*pconn,
 			b.mu.Unlock()
 			return nil, b.srv.Errorf(syscall.EAGAIN, op, p, "no connection to spare for a transfer ahead (the server allows %d)", b.limit)
 		}
-		if !b.fits(l) {
+		// Logins ramp up as TCP's slow start does: at most as many
+		// under way as there are connections (two at first), so that
+		// a burst of short requests that connections returned
+		// meanwhile serve does not log in the whole pool (each login
+		// costs a server process and five round trips).
+		ramp := len(b.idle) == 0 && b.dialing >= max(2, len(b.live))
+		if !b.fits(l) || ramp {
 			changed := b.changed
 			b.mu.Unlock()
 			select {
@@ -153,6 +161,7 @@ func (b *Backend) get(ctx context.Context, transfer bool, op, p string) (*pconn,
 		pc, err := b.dial(ctx, op, p)
 		b.mu.Lock()
 		b.dialing--
+		b.wakeWaiters() // more logins may start
 		if err == nil && !b.closed {
 			b.live[pc] = struct{}{}
 			// A lowered bound was a guess (refusedLogin): the
