@@ -76,6 +76,17 @@ func (b *Backend) ReadRange(ctx context.Context, p string, off, n int64) (io.Rea
 			b.mu.Lock()
 			if s.next[off] == in {
 				delete(s.next, off)
+				// The ranges in line after this one would wait
+				// for data nobody reads: transfers of their own.
+				for o, w := range s.next {
+					if o > off {
+						w <- nil
+						delete(s.next, o)
+					}
+				}
+				if !s.dead {
+					s.tail = off
+				}
 			}
 			b.mu.Unlock()
 			select {

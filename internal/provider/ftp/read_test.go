@@ -170,8 +170,31 @@ func TestWaitingRangeCancelled(t *testing.T) {
 		defer b.mu.Unlock()
 		return len(b.streams["/big"]) == 1 && len(b.streams["/big"][0].next) == 1
 	})
+	third := make(chan []byte, 1)
+	go func() {
+		got, err := readRange(b, context.Background(), "/big", 1<<20+10, 100)
+		if err != nil {
+			t.Error(err)
+		}
+		third <- got
+	}()
+	waitFor(t, "the third range to wait in line", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.streams["/big"][0].next) == 2
+	})
 	cancel()
 	wantErrno(t, "a cancelled range in line", <-gaveUp, syscall.EINTR)
+	// The range behind the cancelled one does not wait for data nobody
+	// reads: it gets a transfer of its own while the first is held.
+	select {
+	case got := <-third:
+		if !bytes.Equal(got, data[1<<20+10:1<<20+110]) {
+			t.Error("the range behind a cancelled one differs")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the range behind a cancelled one still waits")
+	}
 	first, err := io.ReadAll(r1)
 	mustDo(t, err)
 	mustDo(t, r1.Close())
