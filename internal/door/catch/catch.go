@@ -201,7 +201,7 @@ func Run(n *ns.Namespace, o Options) (int, error) {
 	status := cmd.wait()
 	cancel()
 	s.ids.close()
-	o.Log.Debug("catch: done", "status", status, "continued", s.nCont.Load(), "served", s.nServed.Load())
+	o.Log.Debug("catch: done", "status", status, "continued", s.nCont.Load(), "served", s.nServed.Load(), "handed-off", s.nHandoffs.Load())
 	if s.tm != nil {
 		s.tm.report(o.Timing)
 	}

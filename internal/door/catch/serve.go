@@ -38,7 +38,7 @@ type server struct {
 	busy     map[*serving]struct{}
 	watching bool // the watchdog runs
 	// Counters, for the debug log at exit.
-	nCont, nServed atomic.Uint64
+	nCont, nServed, nHandoffs atomic.Uint64
 }
 
 // receive loops on SECCOMP_IOCTL_NOTIF_RECV until the listener fails (it

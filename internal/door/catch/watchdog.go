@@ -95,6 +95,7 @@ func (s *server) watchdog() {
 			c.ticks++
 			if c.ticks == 2 {
 				c.handedOff = true
+				s.nHandoffs.Add(1)
 				go s.receive()
 			}
 			if time.Duration(c.ticks)*handoffAfter%watchEvery == 0 {
