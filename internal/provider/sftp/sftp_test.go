@@ -577,8 +577,18 @@ func TestStalledServerTimesOutThenReconnects(t *testing.T) {
 	wantErrno(t, "stat while stalled", err, syscall.ETIMEDOUT)
 
 	e.srv.Resume()
-	if _, err := b.Stat(context.Background(), f); err != nil {
-		t.Fatalf("no reconnect after the server resumed: %v", err)
+	// The reconnection has the same 1 s bounds; on a loaded machine the
+	// handshake can take longer than that once, which is a timeout, not
+	// a failure to reconnect.
+	for attempt := 1; ; attempt++ {
+		_, err := b.Stat(context.Background(), f)
+		if err == nil {
+			break
+		}
+		if attempt == 5 {
+			t.Fatalf("no reconnect after the server resumed (%d attempts): %v", attempt, err)
+		}
+		t.Logf("attempt %d after the resume: %v", attempt, err)
 	}
 }
 
