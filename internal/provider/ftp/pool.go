@@ -41,9 +41,11 @@ type poolTimes struct {
 	keepAlive   time.Duration // NOOP on a connection idle this long, so the server keeps it
 	idleTimeout time.Duration // close a connection unused this long
 	park        time.Duration // a transfer waits this long for the next range (read.go)
+	gapGrace    time.Duration // and this long once a range waits beyond a gap
 }
 
-var defaultPoolTimes = poolTimes{keepAlive: 30 * time.Second, idleTimeout: 5 * time.Minute, park: 500 * time.Millisecond}
+var defaultPoolTimes = poolTimes{keepAlive: 30 * time.Second, idleTimeout: 5 * time.Minute,
+	park: 500 * time.Millisecond, gapGrace: 20 * time.Millisecond}
 
 // abortWait bounds the wait for the server's reply after a transfer the
 // client abandoned; a server that does not answer costs its connection,

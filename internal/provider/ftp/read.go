@@ -21,11 +21,11 @@ import (
 // data connection for each would start TCP's slow start again every few
 // MiB (at 50 ms RTT, half the time of a 64 MiB read). So consecutive
 // ranges share one transfer, a stream: a ReadRange that starts where the
-// ranges already in line on a transfer of the file end waits in line and
-// takes the data connection when the reader before it is done (a file
-// may have several streams: read-ahead asks for windows out of order); a reader that took
-// its range while more data follow leaves the stream parked for
-// times.park, for the next range to take. Ranges that do not continue
+// ranges already in line on a transfer of the file end (or a window or
+// two after: read-ahead asks for its windows from several goroutines)
+// waits in line and takes the data connection when the reader before it
+// is done; a reader that took its range while more data follow leaves the
+// stream parked for times.park, for the next range to take. Ranges that do not continue
 // the stream get transfers of their own.
 
 // stream is one RETR of a file, read by the readers of consecutive ranges
@@ -38,10 +38,41 @@ type stream struct {
 	pos  int64         // the offset in the file of data's next byte
 
 	// Guarded by Backend.mu:
-	tail   int64                  // where the last reader in line stops; < 0: at the end of the file
-	next   map[int64]chan *stream // readers in line, by the offset they start at
-	parked *time.Timer            // while no reader holds it
-	dead   bool                   // no reader joins any more
+	tail   int64            // where the line of readers without a gap stops; < 0: at the end of the file
+	next   map[int64]waiter // readers in line, by the offset they start at
+	parked *time.Timer      // while no reader holds it
+	dead   bool             // no reader joins any more
+}
+
+// waiter is a reader in line on a stream.
+type waiter struct {
+	in  chan *stream // receives the stream, or nil when it ends first
+	end int64        // where its range ends; < 0: at the end of the file
+}
+
+// maxGap is how far beyond the line's end a range may wait in line: the
+// cache asks for read-ahead windows from several goroutines at once, so
+// the one after the next may come first (a window is 8 MiB at most).
+const maxGap = 16 << 20
+
+// join puts a reader of [off, end) in line on s and extends s.tail over
+// the readers now in line without a gap; b.mu is held.
+func (s *stream) join(off, end int64) chan *stream {
+	in := make(chan *stream, 1)
+	s.next[off] = waiter{in: in, end: end}
+	s.extend()
+	return in
+}
+
+// extend moves s.tail over the readers in line that start there.
+func (s *stream) extend() {
+	for s.tail >= 0 {
+		w, ok := s.next[s.tail]
+		if !ok {
+			return
+		}
+		s.tail = w.end
+	}
 }
 
 // ReadRange returns n bytes (n < 0: all) of p from off: RETR after REST,
@@ -58,50 +89,32 @@ func (b *Backend) ReadRange(ctx context.Context, p string, off, n int64) (io.Rea
 	b.mu.Lock()
 	if s := b.parkedAt(p, off); s != nil {
 		s.parked, s.tail = nil, tail
+		s.extend()
 		b.mu.Unlock()
 		b.wg.Done() // the parking's
 		return b.reader(ctx, s, n), nil
 	}
 	if s := b.endingAt(p, off); s != nil {
-		in := make(chan *stream, 1)
-		s.next[off], s.tail = in, tail
-		b.mu.Unlock()
-		select {
-		case got := <-in:
-			if got != nil {
-				return b.reader(ctx, got, n), nil
-			}
-			// The stream ended before off: a transfer of its own.
-		case <-ctx.Done():
-			b.mu.Lock()
-			if s.next[off] == in {
-				delete(s.next, off)
-				// The ranges in line after this one would wait
-				// for data nobody reads: transfers of their own.
-				for o, w := range s.next {
-					if o > off {
-						w <- nil
-						delete(s.next, o)
-					}
-				}
-				if !s.dead {
-					s.tail = off
-				}
-			}
-			b.mu.Unlock()
-			select {
-			case got := <-in:
-				if got != nil {
-					b.abort(got) // handed over meanwhile
-				}
-			default:
-			}
-			return nil, b.srv.Wrap("read", p, session.Interrupted(ctx))
+		if s.parked != nil && s.parked.Stop() {
+			// Parked before a gap: the range that fills it comes
+			// at once (read-ahead asks from several goroutines),
+			// or not at all (a reader that jumped).
+			s.parked.Reset(b.times.gapGrace)
 		}
+		in := s.join(off, tail)
+		b.mu.Unlock()
+		got, err := b.waitInLine(ctx, s, off, in)
+		if err != nil {
+			return nil, b.srv.Wrap("read", p, err)
+		}
+		if got != nil {
+			return b.reader(ctx, got, n), nil
+		}
+		// The stream ended before off: a transfer of its own.
 		b.mu.Lock()
 	}
 	// Ranges after this one may wait for it.
-	s := &stream{path: p, pos: off, tail: tail, next: map[int64]chan *stream{}}
+	s := &stream{path: p, pos: off, tail: tail, next: map[int64]waiter{}}
 	b.streams[p] = append(b.streams[p], s)
 	b.mu.Unlock()
 	pc, err := b.use(ctx, true, "read", p, nil, func(pc *pconn) error {
@@ -124,6 +137,52 @@ func (b *Backend) reader(ctx context.Context, s *stream, n int64) *rangeReader {
 	return r
 }
 
+// waitInLine waits for s to reach off, where the reader in (joined at off)
+// takes it; nil (and no error) when s ends first, or, for a reader beyond
+// a gap, when s reaches the gap and no range filled it (handOn).
+func (b *Backend) waitInLine(ctx context.Context, s *stream, off int64, in chan *stream) (*stream, error) {
+	select {
+	case got := <-in:
+		return got, nil
+	case <-ctx.Done():
+		b.mu.Lock()
+		b.leaveLine(s, off, in)
+		b.mu.Unlock()
+		b.drain(in)
+		return nil, session.Interrupted(ctx)
+	}
+}
+
+// leaveLine takes the reader in, at off, out of s's line; b.mu is held.
+func (b *Backend) leaveLine(s *stream, off int64, in chan *stream) {
+	if s.next[off].in != in {
+		return // handed the stream, or told it ended
+	}
+	delete(s.next, off)
+	// The ranges in line after this one would wait for data nobody
+	// reads: transfers of their own.
+	for o, w := range s.next {
+		if o > off {
+			w.in <- nil
+			delete(s.next, o)
+		}
+	}
+	if !s.dead && (s.tail < 0 || s.tail > off) {
+		s.tail = off
+	}
+}
+
+// drain aborts the stream handed to a reader that left the line meanwhile.
+func (b *Backend) drain(in chan *stream) {
+	select {
+	case got := <-in:
+		if got != nil {
+			b.abort(got)
+		}
+	default:
+	}
+}
+
 // parkedAt returns p's stream parked at off, taken from its parking, or
 // nil; b.mu is held.
 func (b *Backend) parkedAt(p string, off int64) *stream {
@@ -136,12 +195,18 @@ func (b *Backend) parkedAt(p string, off int64) *stream {
 	return nil
 }
 
-// endingAt returns the stream of p whose last reader in line stops at
-// off, or nil; b.mu is held.
+// endingAt returns the stream of p whose line of readers ends at off, or
+// a little before (maxGap), or nil; b.mu is held. (A stream parked at off
+// is parkedAt's.)
 func (b *Backend) endingAt(p string, off int64) *stream {
 	for _, s := range b.streams[p] {
-		if s.parked == nil && s.tail == off {
-			return s
+		// A parked stream's tail is its pos: a range beyond waits
+		// for the one that fills the gap to take it (parkedAt), or
+		// for the parking to end (shortened to times.gapGrace).
+		if s.tail >= 0 && s.tail <= off && off-s.tail <= maxGap {
+			if _, taken := s.next[off]; !taken {
+				return s
+			}
 		}
 	}
 	return nil
@@ -170,26 +235,34 @@ func (b *Backend) endLocked(s *stream) {
 	} else {
 		b.streams[s.path] = list
 	}
-	for _, in := range s.next {
-		in <- nil
+	for _, w := range s.next {
+		w.in <- nil
 	}
 	s.next = nil
 }
 
 // handOn gives s, whose holder took its range and whose data go on, to the
-// reader waiting at s.pos, or parks it for the next range for times.park;
-// false when s is ended.
+// reader waiting at s.pos, or parks it for the next range for times.park
+// (sending the readers waiting beyond a gap at s.pos to transfers of their
+// own); false when s is ended.
 func (b *Backend) handOn(s *stream) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if s.dead || b.closed {
 		return false
 	}
-	if in := s.next[s.pos]; in != nil {
+	if w, ok := s.next[s.pos]; ok {
 		delete(s.next, s.pos)
-		in <- s
+		w.in <- s
 		return true
 	}
+	// Nobody filled the gap before the readers in line beyond it: they
+	// would wait for data nobody may read; transfers of their own.
+	for o, w := range s.next {
+		w.in <- nil
+		delete(s.next, o)
+	}
+	s.tail = s.pos
 	// Whoever stops the timer, or its function, calls Done.
 	b.wg.Add(1)
 	s.parked = time.AfterFunc(b.times.park, func() {

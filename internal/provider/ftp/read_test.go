@@ -43,7 +43,7 @@ func TestRead(t *testing.T) {
 func (f *fixture) dialPark(t *testing.T, park time.Duration) *Backend {
 	t.Helper()
 	times := defaultPoolTimes
-	times.park = park
+	times.park, times.gapGrace = park, park
 	b, err := dial(context.Background(), f.server, remote.Options{Home: f.home, Timeout: 10 * time.Second}, times)
 	if err != nil {
 		t.Fatal(err)
@@ -202,5 +202,91 @@ func TestWaitingRangeCancelled(t *testing.T) {
 	mustDo(t, err)
 	if !bytes.Equal(append(first, got...), data) {
 		t.Error("read back differs")
+	}
+}
+
+// TestRangeAskedBeforeTheOneInFront: read-ahead's windows come from
+// several goroutines, so the one after the next may ask first: it waits
+// in line beyond the gap, the next fills it, and one RETR serves all.
+// A gap nobody fills by the time the transfer reaches it sends the range
+// waiting beyond it to a transfer of its own.
+func TestRangeAskedBeforeTheOneInFront(t *testing.T) {
+	data := randomBytes(4 << 20)
+	f := newFixture(t, map[string]string{"big": string(data)})
+	b := f.dialPark(t, time.Minute)
+	ctx := context.Background()
+	inLine := func(n int) func() bool {
+		return func() bool {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return len(b.streams["/big"]) == 1 && len(b.streams["/big"][0].next) == n
+		}
+	}
+	r1, err := b.ReadRange(ctx, "/big", 0, 1<<20)
+	mustDo(t, err)
+	later := make(chan []byte, 2)
+	read := func(off int64) {
+		got, err := readRange(b, ctx, "/big", off, 1<<20)
+		if err != nil {
+			t.Error(err)
+		}
+		later <- got
+	}
+	go read(2 << 20)
+	waitFor(t, "the third range to wait beyond the gap", inLine(1))
+	go read(1 << 20)
+	waitFor(t, "the second range to fill the gap", inLine(2))
+	first, err := io.ReadAll(r1)
+	mustDo(t, err)
+	mustDo(t, r1.Close())
+	a, c := <-later, <-later
+	if !bytes.Equal(first, data[:1<<20]) || !bytes.Equal(a, data[1<<20:2<<20]) || !bytes.Equal(c, data[2<<20:3<<20]) {
+		t.Fatal("the ranges differ from the file")
+	}
+	if n := f.srv.Commands("RETR"); n != 1 {
+		t.Errorf("%d RETR for three ranges asked out of order, want 1", n)
+	}
+
+	// A gap nobody fills by the time the transfer reaches it: the range
+	// waiting beyond it gets a transfer of its own.
+	// (On a new session: the first transfer is parked at 3 MiB.)
+	b = f.dialPark(t, time.Minute)
+	r1, err = b.ReadRange(ctx, "/big", 0, 1<<20)
+	mustDo(t, err)
+	go read(3<<20 + 1<<19)
+	waitFor(t, "the last range to wait beyond the gap", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, s := range b.streams["/big"] {
+			if len(s.next) == 1 {
+				return true
+			}
+		}
+		return false
+	})
+	_, err = io.ReadAll(r1)
+	mustDo(t, err)
+	mustDo(t, r1.Close())
+	if got := <-later; !bytes.Equal(got, data[3<<20+1<<19:]) {
+		t.Error("the range beyond an unfilled gap differs")
+	}
+	if n := f.srv.Commands("RETR"); n != 3 {
+		t.Errorf("%d RETR, want 3 (one more for the range, one for the one beyond the gap)", n)
+	}
+
+	// A transfer parked before a gap: the range beyond waits, the one
+	// that fills the gap takes the transfer, and hands it on.
+	b = f.dialPark(t, time.Minute)
+	got, err := readRange(b, ctx, "/big", 0, 1<<20)
+	mustDo(t, err)
+	go read(2 << 20)
+	waitFor(t, "the range beyond the gap to wait", inLine(1))
+	gapData, err := readRange(b, ctx, "/big", 1<<20, 1<<20)
+	mustDo(t, err)
+	if beyond := <-later; !bytes.Equal(append(append(got, gapData...), beyond...), data[:3<<20]) {
+		t.Error("the ranges around a parked transfer differ")
+	}
+	if n := f.srv.Commands("RETR"); n != 4 {
+		t.Errorf("%d RETR, want 4 (one more for three ranges)", n)
 	}
 }
