@@ -742,6 +742,11 @@ func TestVIFProtection(t *testing.T) {
 	}
 	mustWrite(t, users+"/rate", "10mbit")
 	mustWrite(t, users+"/ceil", "10mbit")
+	// the kernel keeps a parameter file's attributes (dirTTL): chown of
+	// its VIF must drop them
+	if st, err := os.Stat(users + "/rate"); err != nil || st.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Fatalf("users/rate before chown: %v %v", st, err)
+	}
 	if err := os.Chown(users, 65534, 65534); err != nil {
 		t.Fatalf("chown users nobody: %v", err)
 	}

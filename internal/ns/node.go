@@ -97,6 +97,14 @@ type Volatile interface {
 	Volatile() bool
 }
 
+// Generated is a file handle whose content is made when it is opened (a
+// control or status file) by a node that need not be Volatile: its size is
+// not known beforehand, so doors read and write it directly, never through
+// a page cache, as they do every handle of a Volatile node.
+type Generated interface {
+	Generated() bool
+}
+
 // Opener is a node that can be opened. flags are the open(2) flags.
 type Opener interface {
 	Open(ctx context.Context, c Caller, flags int) (Handle, error)

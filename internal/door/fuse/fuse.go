@@ -444,6 +444,14 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 	if err != nil {
 		return n.fail("setattr", "", err)
 	}
+	if a.Mode.IsDir() && (change.Uid != nil || change.Gid != nil) {
+		// A directory's owner may be its files' (a VIF's): drop the
+		// kernel's copy of its children's attributes (offset -1: not
+		// their pages).
+		for _, child := range n.Children() {
+			child.NotifyContent(-1, 0)
+		}
+	}
 	fillAttr(a, n.StableAttr().Ino, &out.Attr)
 	out.SetTimeout(n.timeout(n.n))
 	return 0
@@ -491,7 +499,7 @@ func (n *node) open(ctx context.Context, target ns.Node, ino uint64, name string
 	fh := &handle{h: h, n: n, ino: ino}
 	n.d.opened(h, ino)
 	if _, seekable := h.(ns.ReaderAt); seekable {
-		if volatile(target) {
+		if g, ok := h.(ns.Generated); volatile(target) || ok && g.Generated() {
 			// Made at open (.wirefs/stats, a VIF's rate): its size is
 			// not known beforehand, so no page cache; and a file with
 			// nothing to flush spares close its round trip.

@@ -102,11 +102,10 @@ func (p *Provider) Drain(s Spec, limit time.Duration) {
 	var last uint64
 	still := time.Now()
 	for time.Now().Before(deadline) {
-		all, err := statsOf(ifc.index)
+		st, err := classStatsOf(ifc.index, v.id)
 		if err != nil {
 			return
 		}
-		st := all[v.id]
 		if st.bytes != last || st.backlog != 0 {
 			last, still = st.bytes, time.Now()
 		} else if time.Since(still) >= quiet {

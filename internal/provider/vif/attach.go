@@ -2,9 +2,11 @@ package vif
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -37,7 +39,12 @@ func groupKey(vifs map[string]*VIF) string {
 func (p *Provider) groupFor(vifs map[string]*VIF) (*group, error) {
 	key := groupKey(vifs)
 	if g, ok := p.groups[key]; ok {
-		return g, nil
+		if maps.Equal(g.vifs, vifs) {
+			return g, nil
+		}
+		// VIFs of an interface that went away and came back: their
+		// numbers make the key, not the VIFs
+		p.removeGroup(g)
 	}
 	p.nextGroup++
 	g := &group{key: key, dir: filepath.Join(p.dir, fmt.Sprintf("g%d", p.nextGroup)), vifs: vifs}
@@ -72,24 +79,25 @@ func (p *Provider) removeGroup(g *group) {
 	delete(p.groups, g.key)
 }
 
-// groupOfPid is the group pid is in, or nil (the root VIF everywhere).
-func (p *Provider) groupOfPid(pid int) *group {
+// groupOfPid is the group pid is in, or nil (the root VIF everywhere),
+// and the cgroup directory it is in ("": it could not be read).
+func (p *Provider) groupOfPid(pid int) (*group, string) {
 	cg, err := processCgroup(pid)
 	if err != nil {
-		return nil
+		return nil, ""
 	}
 	dir := filepath.Join(p.base, cg)
 	for _, g := range p.groups {
 		if g.dir == dir {
-			return g
+			return g, dir
 		}
 	}
-	return nil
+	return nil, dir
 }
 
 // vifOf is the VIF pid is attached to on ifc; nil: the root VIF.
 func (p *Provider) vifOf(pid int, ifc *iface) *VIF {
-	if g := p.groupOfPid(pid); g != nil {
+	if g, _ := p.groupOfPid(pid); g != nil {
 		return g.vifs[ifc.name]
 	}
 	return nil
@@ -132,7 +140,7 @@ func (p *Provider) attach(pid int, ifc *iface, v *VIF) error {
 	if err := p.ensureUp(ifc); err != nil {
 		return err
 	}
-	old := p.groupOfPid(pid)
+	old, cur := p.groupOfPid(pid)
 	var from *VIF
 	if old != nil {
 		from = old.vifs[ifc.name]
@@ -164,32 +172,40 @@ func (p *Provider) attach(pid int, ifc *iface, v *VIF) error {
 		if err != nil {
 			return err
 		}
-		if old == nil {
-			if cg, err := processCgroup(pid); err == nil {
-				p.origin[pid] = filepath.Join(p.base, cg)
-			}
-		}
 		if err := moveProcess(g.dir, pid); err != nil {
-			if len(cgroupProcs(g.dir)) == 0 {
-				p.removeGroup(g)
-			}
+			p.dropIfEmpty(g)
 			return ns.Errorf(syscall.ESRCH, "vif: attach %d: %v", pid, err)
 		}
+		if old == nil && cur != "" {
+			p.origin[pid] = cur
+		}
 	}
-	if old != nil && len(cgroupProcs(old.dir)) == 0 {
-		p.removeGroup(old)
+	if old != nil {
+		p.dropIfEmpty(old)
 	}
 	p.moveSockets(pid, from, v)
 	return nil
 }
 
+// dropIfEmpty removes g if no process is in it and it joins VIFs of
+// several interfaces. The group of one VIF stays until that VIF is
+// removed (dropGroupsOf): attaching and detaching processes again and
+// again then moves them between cgroups that exist, and a VIF has at
+// most one such group, where the combinations of VIFs across
+// interfaces are many.
+func (p *Provider) dropIfEmpty(g *group) {
+	if len(g.vifs) > 1 && len(cgroupProcs(g.dir)) == 0 {
+		p.removeGroup(g)
+	}
+}
+
 // processOwner is the real uid of pid.
 func processOwner(pid int) (uint32, error) {
-	s, err := procstatus.Read(uint32(pid))
+	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0, ns.Errorf(syscall.ENOENT, "no process %d", pid)
 	}
-	uid, ok := s.ID("Uid", 0)
+	uid, ok := procstatus.Status(b).ID("Uid", 0)
 	if !ok {
 		return 0, ns.Errorf(syscall.ENOENT, "no process %d", pid)
 	}

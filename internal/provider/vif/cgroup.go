@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // cgroup2Mount is where the unified hierarchy is mounted: /sys/fs/cgroup
@@ -33,9 +35,58 @@ func cgroup2Mount() (string, error) {
 	return "", errors.New("no cgroup2 (unified) hierarchy is mounted")
 }
 
+// readFile reads a small file of /proc or cgroupfs with plain system
+// calls: os.ReadFile would register the descriptor with Go's poller
+// (cgroupfs files are pollable) and stat it first, which costs more than
+// the read itself here, and these reads are on every attach and detach.
+func readFile(name string) ([]byte, error) {
+	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	defer unix.Close(fd)
+	b := make([]byte, 0, 512)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: name, Err: err}
+		}
+		if n == 0 {
+			return b, nil
+		}
+		b = b[:len(b)+n]
+	}
+}
+
+// writeFile writes b to an existing file of cgroupfs in one write(2), as
+// readFile reads.
+func writeFile(name string, b []byte) error {
+	fd, err := unix.Open(name, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	defer unix.Close(fd)
+	for {
+		_, err = unix.Write(fd, b)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return &os.PathError{Op: "write", Path: name, Err: err}
+	}
+	return nil
+}
+
 // processCgroup is pid's cgroup in the unified hierarchy ("/a/b").
 func processCgroup(pid int) (string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
 	if err != nil {
 		return "", err
 	}
@@ -49,7 +100,7 @@ func processCgroup(pid int) (string, error) {
 
 // cgroupProcs lists the pids in the cgroup directory dir.
 func cgroupProcs(dir string) []int {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	b, err := readFile(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
 		return nil
 	}
@@ -64,7 +115,7 @@ func cgroupProcs(dir string) []int {
 
 // moveProcess puts pid (its whole thread group) into the cgroup dir.
 func moveProcess(dir string, pid int) error {
-	err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
+	err := writeFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)))
 	if errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("no process %d", pid)
 	}

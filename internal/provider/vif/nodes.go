@@ -185,19 +185,20 @@ func (d *vifDir) Setattr(ctx context.Context, h ns.Handle, a ns.SetAttr) (ns.Att
 	if !d.p.alive(d.v) {
 		return ns.Attr{}, d.p.gone(d.v)
 	}
-	if err := d.p.chattr(c, d.v, a, func(m os.FileMode) { d.v.perm = m.Perm() }); err != nil {
+	if err := d.p.chattr(c, d.v, a, &d.v.perm, &d.v.mtime); err != nil {
 		return ns.Attr{}, err
 	}
 	return d.attr(), nil
 }
 
-// chattr applies chmod and chown to v (p.mu held).
-func (p *Provider) chattr(c ns.Caller, v *VIF, a ns.SetAttr, chmod func(os.FileMode)) error {
+// chattr applies chmod and chown to v, or chmod to one of its files:
+// perm and mtime are the changed node's (p.mu held).
+func (p *Provider) chattr(c ns.Caller, v *VIF, a ns.SetAttr, perm *os.FileMode, mtime *time.Time) error {
 	if a.Mode != nil {
 		if c.Uid != 0 && c.Uid != v.uid {
 			return ns.Errorf(syscall.EPERM, "uid %d does not own vif %s", c.Uid, v.path())
 		}
-		chmod(*a.Mode)
+		*perm = a.Mode.Perm()
 	}
 	if a.Uid != nil || a.Gid != nil {
 		if c.Uid != 0 {
@@ -212,7 +213,7 @@ func (p *Provider) chattr(c ns.Caller, v *VIF, a ns.SetAttr, chmod func(os.FileM
 			v.gid = *a.Gid
 		}
 	}
-	v.mtime = time.Now()
+	*mtime = time.Now()
 	return nil
 }
 
@@ -228,10 +229,16 @@ var (
 	_ ns.Setattrer = (*paramFile)(nil)
 )
 
-func (f *paramFile) Volatile() bool { return true }
+// CacheTTL: a door may keep a parameter file's entry and attributes as
+// its VIF's (dirTTL). A file exists exactly as long as its VIF, and its
+// attributes change only through operations on the file itself (write,
+// chmod) or on its VIF's directory (chown), after which doors ask again;
+// its content is made at every open (paramHandle is ns.Generated).
+func (f *paramFile) CacheTTL() time.Duration { return dirTTL }
 
 func (f *paramFile) attr() ns.Attr {
-	return ns.Attr{Mode: f.v.files[f.name], Uid: f.v.uid, Gid: f.v.gid, Mtime: f.v.mtime}
+	st := f.v.files[f.name]
+	return ns.Attr{Mode: st.mode, Uid: f.v.uid, Gid: f.v.gid, Mtime: st.mtime}
 }
 
 func (f *paramFile) Attr(ctx context.Context) (ns.Attr, error) {
@@ -250,7 +257,7 @@ func (f *paramFile) Open(ctx context.Context, c ns.Caller, flags int) (ns.Handle
 		return nil, f.p.gone(f.v)
 	}
 	acc := flags & syscall.O_ACCMODE
-	mode := f.v.files[f.name]
+	mode := f.v.files[f.name].mode
 	if acc != syscall.O_WRONLY && !may(c, f.v.uid, f.v.gid, mode, 4) {
 		return nil, ns.Errorf(syscall.EACCES, "uid %d may not read %s/%s", c.Uid, f.v.path(), f.name)
 	}
@@ -286,7 +293,8 @@ func (f *paramFile) Setattr(ctx context.Context, h ns.Handle, a ns.SetAttr) (ns.
 		return ns.Attr{}, ns.Errorf(syscall.EPERM, "a parameter file belongs to its VIF: chown the VIF (%s)", f.v.path())
 	}
 	if a.Mode != nil {
-		if err := f.p.chattr(c, f.v, ns.SetAttr{Mode: a.Mode}, func(m os.FileMode) { f.v.files[f.name] = m.Perm() }); err != nil {
+		st := f.v.files[f.name]
+		if err := f.p.chattr(c, f.v, ns.SetAttr{Mode: a.Mode}, &st.mode, &st.mtime); err != nil {
 			return ns.Attr{}, err
 		}
 	}
@@ -328,7 +336,12 @@ func (h *paramHandle) WriteAt(ctx context.Context, b []byte, off int64) (int, er
 	if err := p.apply(f.v, q); err != nil {
 		return 0, err
 	}
+	f.v.files[f.name].mtime = time.Now()
 	return len(b), nil
 }
+
+// Generated: the content is made at open, so doors read and write the
+// file directly, not through a page cache.
+func (h *paramHandle) Generated() bool { return true }
 
 func (h *paramHandle) Close() error { return nil }

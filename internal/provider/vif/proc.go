@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"wirefs/internal/ns"
 )
@@ -74,8 +74,10 @@ var (
 func (d *procDir) Volatile() bool { return true }
 
 func (d *procDir) Attr(ctx context.Context) (ns.Attr, error) {
-	if _, err := processOwner(d.pid); err != nil {
-		return ns.Attr{}, err
+	// Is it there? kill(2) with no signal is the cheapest question (the
+	// owner was read when the name was looked up).
+	if err := unix.Kill(d.pid, 0); err == unix.ESRCH {
+		return ns.Attr{}, ns.Errorf(syscall.ENOENT, "no process %d", d.pid)
 	}
 	return ns.Attr{Mode: os.ModeDir | 0o755, Uid: d.uid, Mtime: time.Now()}, nil
 }
@@ -105,7 +107,7 @@ func (d *procDir) ReadDir(ctx context.Context) ([]ns.DirEntry, error) {
 	d.p.mu.Lock()
 	defer d.p.mu.Unlock()
 	out := []ns.DirEntry{{Name: "sockets", Attr: ns.Attr{Mode: os.ModeDir | 0o755, Uid: d.uid}}}
-	if g := d.p.groupOfPid(d.pid); g != nil {
+	if g, _ := d.p.groupOfPid(d.pid); g != nil {
 		for name := range g.vifs {
 			out = append(out, ns.DirEntry{Name: name, Attr: ns.Attr{Mode: os.ModeSymlink | 0o777, Uid: d.uid}})
 		}
@@ -124,7 +126,7 @@ func (d *procDir) Symlink(ctx context.Context, tgt, name string) (ns.Node, error
 	if err := d.p.writable(); err != nil {
 		return nil, err
 	}
-	if _, err := netlink.LinkByName(name); err != nil {
+	if _, err := ifIndex(name); err != nil {
 		st := d.p.addPending(d.pid, name, tgt)
 		return &linkNode{p: d.p, pid: d.pid, uid: d.uid, st: st}, nil
 	}

@@ -280,17 +280,18 @@ func (ifc *iface) devs() []int {
 // ifaceLocked returns the tree of the interface named name, made on
 // first use (the kernel is not touched until a change).
 func (p *Provider) ifaceLocked(name string) (*iface, error) {
-	if ifc, ok := p.ifaces[name]; ok {
-		if l, err := netlink.LinkByName(name); err == nil && l.Attrs().Index == ifc.index {
-			return ifc, nil
-		}
-		delete(p.ifaces, name) // gone, or a new interface of that name
-	}
-	l, err := netlink.LinkByName(name)
+	index, err := ifIndex(name)
 	if err != nil {
+		delete(p.ifaces, name)
 		return nil, ns.Errorf(syscall.ENOENT, "no interface %s", name)
 	}
-	ifc := &iface{name: name, index: l.Attrs().Index, byID: map[uint16]*VIF{}}
+	if ifc, ok := p.ifaces[name]; ok {
+		if ifc.index == index {
+			return ifc, nil
+		}
+		delete(p.ifaces, name) // a new interface of that name
+	}
+	ifc := &iface{name: name, index: index, byID: map[uint16]*VIF{}}
 	r := linkRate(name)
 	ifc.root = newVIF(ifc, nil, name, rootID, 0, 0)
 	ifc.root.rate, ifc.root.ceil = r, r

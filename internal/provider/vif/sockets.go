@@ -35,17 +35,29 @@ func (d *socketsDir) Attr(ctx context.Context) (ns.Attr, error) {
 	return ns.Attr{Mode: os.ModeDir | 0o755, Uid: d.uid, Mtime: time.Now()}, nil
 }
 
-// socketFds lists pid's descriptors that are sockets.
+// socketFds lists pid's descriptors that are sockets (plain system
+// calls, as readFile: this runs on every attach and detach).
 func socketFds(pid int) []int {
-	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
-	ents, err := os.ReadDir(dir)
+	dir, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil
 	}
+	defer unix.Close(dir)
 	var fds []int
-	for _, e := range ents {
-		if t, err := os.Readlink(dir + "/" + e.Name()); err == nil && strings.HasPrefix(t, "socket:") {
-			if fd, err := strconv.Atoi(e.Name()); err == nil {
+	buf := make([]byte, 4096)
+	link := make([]byte, 64)
+	for {
+		n, err := unix.ReadDirent(dir, buf)
+		if err != nil || n <= 0 {
+			break
+		}
+		_, _, names := unix.ParseDirent(buf[:n], -1, nil)
+		for _, name := range names {
+			m, err := unix.Readlinkat(dir, name, link)
+			if err != nil || !strings.HasPrefix(string(link[:m]), "socket:") {
+				continue
+			}
+			if fd, err := strconv.Atoi(name); err == nil {
 				fds = append(fds, fd)
 			}
 		}
@@ -101,6 +113,12 @@ func withSocket(pid, fd int, f func(s int) error) error {
 		return ns.Errorf(syscall.ESRCH, "process %d: %v", pid, err)
 	}
 	defer unix.Close(pidfd)
+	return withSocketOf(pidfd, pid, fd, f)
+}
+
+// withSocketOf runs f on a copy of the socket fd of the process pidfd
+// (pid) refers to.
+func withSocketOf(pidfd, pid, fd int, f func(s int) error) error {
 	s, err := unix.PidfdGetfd(pidfd, fd, 0)
 	if err != nil {
 		return ns.Errorf(syscall.EBADF, "descriptor %d of process %d: %v", fd, pid, err)
@@ -235,8 +253,18 @@ func (p *Provider) moveSockets(pid int, from, to *VIF) {
 	if old == new {
 		return
 	}
-	for _, fd := range socketFds(pid) {
-		err := withSocket(pid, fd, func(s int) error {
+	fds := socketFds(pid)
+	if len(fds) == 0 {
+		return
+	}
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		p.log.Debug("vif: the sockets stay in their VIF", "pid", pid, "err", err)
+		return
+	}
+	defer unix.Close(pidfd)
+	for _, fd := range fds {
+		err := withSocketOf(pidfd, pid, fd, func(s int) error {
 			if dom, err := unix.GetsockoptInt(s, unix.SOL_SOCKET, unix.SO_DOMAIN); err != nil || (dom != unix.AF_INET && dom != unix.AF_INET6) {
 				return nil
 			}

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -66,6 +68,30 @@ func linkRate(name string) uint64 {
 		}
 	}
 	return 10e9
+}
+
+// ifaceSock is a socket kept open for ifIndex's ioctl (any socket of the
+// daemon's network namespace answers it).
+var ifaceSock = sync.OnceValues(func() (int, error) {
+	return unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+})
+
+// ifIndex is the index of the interface named name: one ioctl, where a
+// netlink RTM_GETLINK costs 20-40 µs (the whole link is sent and parsed),
+// and every operation on a VIF checks that its interface is still there.
+func ifIndex(name string) (int, error) {
+	fd, err := ifaceSock()
+	if err != nil {
+		return 0, err
+	}
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		return 0, err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFINDEX, ifr); err != nil {
+		return 0, err
+	}
+	return int(ifr.Uint32()), nil
 }
 
 // setupHTB puts wirefs's HTB on l as its root qdisc, unless l's root
@@ -176,27 +202,84 @@ type classStats struct {
 	backlog        uint32
 }
 
-// statsOf reads the counters of the classes of the interface, by minor.
-func statsOf(ifindex int) (map[uint16]classStats, error) {
-	// ClassList needs only the index: no request for the link itself.
-	l := &netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Index: ifindex}}
-	cs, err := classSock().ClassList(l, handle(0))
+// statsSock is a route netlink socket kept open, as classSock, for
+// classStatsOf's requests: the library asks for classes only by dumping
+// all of a device's.
+var statsSock = sync.OnceValues(func() (*nl.SocketHandle, error) {
+	s, err := nl.GetNetlinkSocketAt(netns.None(), netns.None(), unix.NETLINK_ROUTE)
 	if err != nil {
 		return nil, err
 	}
-	out := map[uint16]classStats{}
-	for _, c := range cs {
-		a := c.Attrs()
-		if a.Handle>>16 != Major || a.Statistics == nil || a.Statistics.Basic == nil {
-			continue
-		}
-		s := classStats{bytes: a.Statistics.Basic.Bytes, packets: uint64(a.Statistics.Basic.Packets)}
-		if a.Statistics.Queue != nil {
-			s.drops, s.backlog = a.Statistics.Queue.Drops, a.Statistics.Queue.Backlog
-		}
-		out[uint16(a.Handle&0xffff)] = s
+	// the kernel answers at once or not at all (a request it would only
+	// broadcast): never wait long
+	if err := s.SetReceiveTimeout(&unix.Timeval{Sec: 1}); err != nil {
+		s.Close()
+		return nil, err
 	}
-	return out, nil
+	return &nl.SocketHandle{Socket: s}, nil
+})
+
+// classStatsOf reads the counters of the class Major:id of the device:
+// one RTM_GETTCLASS for that class (the kernel answers it alone), where a
+// dump would send and parse every class of the device.
+func classStatsOf(ifindex int, id uint16) (classStats, error) {
+	sh, err := statsSock()
+	if err != nil {
+		return classStats{}, err
+	}
+	// NLM_F_ECHO: without it the kernel only broadcasts the class to the
+	// tc group (rtnetlink_send), never to the asker
+	req := nl.NewNetlinkRequest(unix.RTM_GETTCLASS, unix.NLM_F_ECHO)
+	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: sh}
+	req.AddData(&nl.TcMsg{Family: nl.FAMILY_ALL, Ifindex: int32(ifindex), Handle: handle(id)})
+	msgs, err := req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWTCLASS)
+	if err != nil {
+		return classStats{}, err
+	}
+	if len(msgs) != 1 {
+		return classStats{}, fmt.Errorf("class %x:%x: %d answers", Major, id, len(msgs))
+	}
+	return parseClassStats(msgs[0])
+}
+
+// parseClassStats reads the counters from a class message (RTM_NEWTCLASS:
+// tcmsg, then attributes; the counters are TCA_STATS2's gnet_stats_basic,
+// bytes u64 and packets u32, and gnet_stats_queue, qlen, backlog, drops,
+// requeues and overlimits, u32 each).
+func parseClassStats(msg []byte) (classStats, error) {
+	var s classStats
+	if len(msg) < nl.SizeofTcMsg {
+		return s, fmt.Errorf("class message of %d bytes", len(msg))
+	}
+	native := nl.NativeEndian()
+	walkAttrs(msg[nl.SizeofTcMsg:], func(typ uint16, v []byte) {
+		if typ != nl.TCA_STATS2 {
+			return
+		}
+		walkAttrs(v, func(typ uint16, v []byte) {
+			switch {
+			case typ == nl.TCA_STATS_BASIC && len(v) >= 12:
+				s.bytes, s.packets = native.Uint64(v), uint64(native.Uint32(v[8:]))
+			case typ == nl.TCA_STATS_QUEUE && len(v) >= 12:
+				s.backlog, s.drops = native.Uint32(v[4:]), native.Uint32(v[8:])
+			}
+		})
+	})
+	return s, nil
+}
+
+// walkAttrs calls f with the type and value of each netlink attribute in
+// b, up to the first malformed one (nl.ParseRouteAttr panics on some).
+func walkAttrs(b []byte, f func(typ uint16, v []byte)) {
+	native := nl.NativeEndian()
+	for len(b) >= unix.SizeofRtAttr {
+		n := int(native.Uint16(b))
+		if n < unix.SizeofRtAttr || n > len(b) {
+			return
+		}
+		f(native.Uint16(b[2:])&^unix.NLA_F_NESTED, b[unix.SizeofRtAttr:n])
+		b = b[min((n+unix.RTA_ALIGNTO-1)&^(unix.RTA_ALIGNTO-1), len(b)):]
+	}
 }
 
 // refusal is an error that is the user's to fix (EBUSY), with its reason.
