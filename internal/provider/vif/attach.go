@@ -6,12 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 
 	"wirefs/internal/ns"
-	"wirefs/internal/procstatus"
 )
 
 // A group is one cgroup of wirefs's subtree: the processes attached to
@@ -79,25 +77,23 @@ func (p *Provider) removeGroup(g *group) {
 	delete(p.groups, g.key)
 }
 
-// groupOfPid is the group pid is in, or nil (the root VIF everywhere),
-// and the cgroup directory it is in ("": it could not be read).
-func (p *Provider) groupOfPid(pid int) (*group, string) {
-	cg, err := processCgroup(pid)
+// groupOfPid is the group pid is in, or nil (the root VIF everywhere).
+func (p *Provider) groupOfPid(pid int) *group {
+	info, err := p.infoOf(pid)
 	if err != nil {
-		return nil, ""
+		return nil
 	}
-	dir := filepath.Join(p.base, cg)
 	for _, g := range p.groups {
-		if g.dir == dir {
-			return g, dir
+		if g.id == info.cgroup {
+			return g
 		}
 	}
-	return nil, dir
+	return nil
 }
 
 // vifOf is the VIF pid is attached to on ifc; nil: the root VIF.
 func (p *Provider) vifOf(pid int, ifc *iface) *VIF {
-	if g, _ := p.groupOfPid(pid); g != nil {
+	if g := p.groupOfPid(pid); g != nil {
 		return g.vifs[ifc.name]
 	}
 	return nil
@@ -140,7 +136,7 @@ func (p *Provider) attach(pid int, ifc *iface, v *VIF) error {
 	if err := p.ensureUp(ifc); err != nil {
 		return err
 	}
-	old, cur := p.groupOfPid(pid)
+	old := p.groupOfPid(pid)
 	var from *VIF
 	if old != nil {
 		from = old.vifs[ifc.name]
@@ -172,12 +168,18 @@ func (p *Provider) attach(pid int, ifc *iface, v *VIF) error {
 		if err != nil {
 			return err
 		}
+		origin := ""
+		if old == nil {
+			if cg, err := processCgroup(pid); err == nil {
+				origin = filepath.Join(p.base, cg)
+			}
+		}
 		if err := moveProcess(g.dir, pid); err != nil {
 			p.dropIfEmpty(g)
 			return ns.Errorf(syscall.ESRCH, "vif: attach %d: %v", pid, err)
 		}
-		if old == nil && cur != "" {
-			p.origin[pid] = cur
+		if origin != "" {
+			p.origin[pid] = origin
 		}
 	}
 	if old != nil {
@@ -197,19 +199,6 @@ func (p *Provider) dropIfEmpty(g *group) {
 	if len(g.vifs) > 1 && len(cgroupProcs(g.dir)) == 0 {
 		p.removeGroup(g)
 	}
-}
-
-// processOwner is the real uid of pid.
-func processOwner(pid int) (uint32, error) {
-	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, ns.Errorf(syscall.ENOENT, "no process %d", pid)
-	}
-	uid, ok := procstatus.Status(b).ID("Uid", 0)
-	if !ok {
-		return 0, ns.Errorf(syscall.ENOENT, "no process %d", pid)
-	}
-	return uid, nil
 }
 
 // may says whether c has the access want (4 read, 2 write, 1 search)

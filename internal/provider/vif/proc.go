@@ -35,11 +35,11 @@ func (r *procRoot) Lookup(ctx context.Context, name string) (ns.Node, error) {
 	if err != nil || pid <= 0 || strconv.Itoa(pid) != name {
 		return nil, ns.Errorf(syscall.ENOENT, "%q is not a process id", name)
 	}
-	uid, err := processOwner(pid)
+	info, err := r.p.infoOf(pid)
 	if err != nil {
 		return nil, err
 	}
-	return &procDir{p: r.p, pid: pid, uid: uid}, nil
+	return &procDir{p: r.p, pid: pid, uid: info.uid}, nil
 }
 
 func (r *procRoot) ReadDir(ctx context.Context) ([]ns.DirEntry, error) {
@@ -48,11 +48,11 @@ func (r *procRoot) ReadDir(ctx context.Context) ([]ns.DirEntry, error) {
 	r.p.mu.Unlock()
 	var out []ns.DirEntry
 	for _, pid := range pids {
-		uid, err := processOwner(pid)
+		info, err := r.p.infoOf(pid)
 		if err != nil {
 			continue
 		}
-		out = append(out, ns.DirEntry{Name: strconv.Itoa(pid), Attr: ns.Attr{Mode: os.ModeDir | 0o755, Uid: uid}})
+		out = append(out, ns.DirEntry{Name: strconv.Itoa(pid), Attr: ns.Attr{Mode: os.ModeDir | 0o755, Uid: info.uid}})
 	}
 	return out, nil
 }
@@ -107,7 +107,7 @@ func (d *procDir) ReadDir(ctx context.Context) ([]ns.DirEntry, error) {
 	d.p.mu.Lock()
 	defer d.p.mu.Unlock()
 	out := []ns.DirEntry{{Name: "sockets", Attr: ns.Attr{Mode: os.ModeDir | 0o755, Uid: d.uid}}}
-	if g, _ := d.p.groupOfPid(d.pid); g != nil {
+	if g := d.p.groupOfPid(d.pid); g != nil {
 		for name := range g.vifs {
 			out = append(out, ns.DirEntry{Name: name, Attr: ns.Attr{Mode: os.ModeSymlink | 0o777, Uid: d.uid}})
 		}
