@@ -41,6 +41,8 @@ const (
 // noPidfdInfo: the kernel (before 6.13) has no PIDFD_GET_INFO.
 var noPidfdInfo atomic.Bool
 
+var errNoPidfdInfo = errors.New("no PIDFD_GET_INFO")
+
 // infoOf asks the kernel about pid: through a pidfd (PIDFD_GET_INFO, three
 // system calls, about 5 µs), else from /proc/PID/status and
 // /proc/PID/cgroup (15-30 µs each: the kernel writes out the whole
@@ -48,13 +50,15 @@ var noPidfdInfo atomic.Bool
 func (p *Provider) infoOf(pid int) (pidInfo, error) {
 	if !noPidfdInfo.Load() {
 		info, err := pidfdInfoOf(pid)
-		if err == nil {
+		switch {
+		case err == nil:
 			return info, nil
-		}
-		if !errors.Is(err, unix.ENOTTY) && !errors.Is(err, unix.EINVAL) {
+		case errors.Is(err, unix.ESRCH):
 			return pidInfo{}, ns.Errorf(syscall.ENOENT, "no process %d", pid)
+		case errors.Is(err, errNoPidfdInfo):
+			noPidfdInfo.Store(true)
 		}
-		noPidfdInfo.Store(true)
+		// else a thread's id (pidfd_open takes processes): /proc knows it
 	}
 	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
@@ -82,11 +86,14 @@ func pidfdInfoOf(pid int) (pidInfo, error) {
 	}
 	defer unix.Close(fd)
 	info := pidfdInfo{mask: pidfdInfoCreds | pidfdInfoCgroupID}
-	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), pidfdGetInfo, uintptr(unsafe.Pointer(&info))); errno != 0 {
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), pidfdGetInfo, uintptr(unsafe.Pointer(&info)))
+	switch {
+	case errno == unix.ENOTTY || errno == unix.EINVAL:
+		return pidInfo{}, errNoPidfdInfo
+	case errno != 0:
 		return pidInfo{}, errno
-	}
-	if info.mask&(pidfdInfoCreds|pidfdInfoCgroupID) != pidfdInfoCreds|pidfdInfoCgroupID {
-		return pidInfo{}, unix.EINVAL // no cgroup v2 id: ask /proc
+	case info.mask&(pidfdInfoCreds|pidfdInfoCgroupID) != pidfdInfoCreds|pidfdInfoCgroupID:
+		return pidInfo{}, errNoPidfdInfo // no cgroup v2 id
 	}
 	return pidInfo{uid: info.ruid, cgroup: info.cgroupID}, nil
 }

@@ -3,6 +3,7 @@ package vif
 import (
 	"os"
 	"os/exec"
+	"strconv"
 	"testing"
 )
 
@@ -33,5 +34,40 @@ func TestInfoOf(t *testing.T) {
 	}
 	if _, err := p.infoOf(1 << 30); err == nil {
 		t.Error("a process that does not exist has info (/proc)")
+	}
+}
+
+// TestInfoOfThread: a thread's id is looked up in /proc (pidfd_open takes
+// only processes), and does not turn the pidfd way off for everyone.
+func TestInfoOfThread(t *testing.T) {
+	base, err := cgroup2Mount()
+	if err != nil {
+		t.Skip(err)
+	}
+	p := &Provider{base: base}
+	self, err := p.infoOf(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a thread of this process other than the first (Go starts several)
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tid := 0
+	for _, e := range tasks {
+		if n, _ := strconv.Atoi(e.Name()); n != os.Getpid() {
+			tid = n
+		}
+	}
+	if tid == 0 {
+		t.Skip("one thread only")
+	}
+	info, err := p.infoOf(tid)
+	if err != nil || info != self {
+		t.Fatalf("thread %d: %+v, %v; its process %+v", tid, info, err, self)
+	}
+	if noPidfdInfo.Load() {
+		t.Error("a thread's id turned PIDFD_GET_INFO off")
 	}
 }
