@@ -11,7 +11,9 @@
 #      and stopping as in the paper; per-VIF Mbit/s each second
 #   3. cost: TCP throughput and UDP round trip with no VIF and through 1,
 #      2, 4, 6 nested unlimited VIFs (HTB's 8 levels allow no more)
-#   4. management operations through the mount: median and p99 us
+#   4. management operations through the mount: median and p99 us of
+#      BENCH_RUNS (3) runs of 500 each; `bench/vif/run.sh ops` runs this
+#      section alone
 # Results go to stdout and bench/out/vif/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -70,7 +72,6 @@ v.sort(); print("%.3f" % (1000 * sum(v[:450]) / 450))'
 # iperf_bps JSON: the receiver's bits per second
 iperf_bps() { python3 -c 'import json,sys; print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]))'; }
 
-# "bench/vif/run.sh ops" measures the management operations alone (section 4)
 if [ "${1:-all}" != ops ]; then
 echo "## 1. accuracy (iperf3 TCP, 6 s, omit 1 s; at 1 Mbit/s 20 s, omit 5 s)"
 printf '%-10s %14s %8s %14s %8s\n' configured egress ratio ingress ratio
