@@ -118,14 +118,20 @@ PEERS="wirefs socat bash c-rw c-sendfile"
 declare -A MBIT CPU
 for setup in loopback veth; do
 	if [ $setup = loopback ]; then sns=$NS_LO rns=$NS_LO host=127.0.0.1; else sns=$NS_A rns=$NS_B host=10.231.78.2; fi
-	for p in $PEERS; do
-		log "file → socket, $setup, $p"
-		for r in $(seq "$RUNS"); do
+	# Runs interleave the peers (a round of each, RUNS times), so that a
+	# drift of the machine (another job, the file's pages evicted) falls
+	# on every peer alike, not on the last ones.
+	for r in $(seq "$RUNS"); do
+		for p in $PEERS; do
+			log "file → socket, $setup, $p, run $r"
+			cat "$F" >/dev/null # the file from the page cache, whatever ran before
 			# shellcheck disable=SC2046
 			set -- $(xfer $sns $rns $host $(peer_cmd $p))
 			[ "$1" = $((SIZE_MB << 20)) ] || { log "$p sent $1 bytes, not $((SIZE_MB << 20))"; exit 1; }
 			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' file-socket $setup $p "$1" "$2" "$4" "$5" >>"$SAMPLES"
 		done
+	done
+	for p in $PEERS; do
 		MBIT[$setup,$p]=$(awk -v s=$setup -v p=$p '$1=="file-socket" && $2==s && $3==p {printf "%.1f\n", $4*8/$5/1e6}' "$SAMPLES" | median)
 		CPU[$setup,$p]=$(awk -v s=$setup -v p=$p '$1=="file-socket" && $2==s && $3==p {printf "%.4f\n", ($6+$7)/($4/2^30)}' "$SAMPLES" | median)
 	done
