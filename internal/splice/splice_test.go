@@ -615,3 +615,65 @@ func TestCancelSendfile(t *testing.T) {
 	outPeer.Close()
 	base.Check(t)
 }
+
+// TestCancelSendfileWhileMoving: on a slow link that keeps moving, a
+// cancellation ends an unpaced sendfile after about kernelWait of data,
+// not at the end of a 16 MiB call (which took 13 s at 10 Mbit/s). The
+// receiver keeps reading, slowly, after the cancellation; the bytes it
+// reads before the transfer returns are bounded by the call's size and
+// the socket buffers, whatever its pace.
+func TestCancelSendfileWhileMoving(t *testing.T) {
+	base := leakcheck.Take(t)
+	f := tempFile(t, make([]byte, 64<<20))
+	out, outPeer := tcpPair(t)
+	// Fixed, small socket buffers (no autotuning): what they hold does
+	// not blur the call's size.
+	if err := errors.Join(out.SetWriteBuffer(256<<10), outPeer.SetReadBuffer(256<<10)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Copy(ctx, end(t, "file", f), end(t, "tcp/out", out), Options{})
+		done <- err
+	}()
+	var afterCancel int64
+	var canceled bool
+	buf := make([]byte, 32<<10)
+	tick := time.NewTicker(2 * time.Millisecond) // a slow reader: its pace, not a synchronisation
+	defer tick.Stop()
+	var read int64
+	for finished := false; !finished; {
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v, want context.Canceled", err)
+			}
+			finished = true
+			continue
+		case <-tick.C:
+		}
+		n, err := outPeer.Read(buf)
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		read += int64(n)
+		if canceled {
+			afterCancel += int64(n)
+		} else if read >= 1<<20 {
+			cancel()
+			canceled = true
+		}
+	}
+	// 16 MiB calls let the receiver read up to 16 MiB more; calls of
+	// kernelWait's worth, what the socket buffers hold and a call.
+	if afterCancel >= 8<<20 {
+		t.Errorf("the receiver read %d bytes after the cancellation before the transfer ended", afterCancel)
+	}
+	t.Logf("read %d bytes after the cancellation", afterCancel)
+	f.Close()
+	out.Close()
+	outPeer.Close()
+	base.Check(t)
+}

@@ -152,8 +152,27 @@ func copyOne(ctx context.Context, src, dst *End, o Options) (int64, error) {
 	return moved + n, err
 }
 
-// fastChunk is the most one unpaced sendfile or copy_file_range asks for.
-const fastChunk = 16 << 20
+// fastChunk is the most one unpaced sendfile or copy_file_range asks
+// for; minFastChunk the least, and the first call's size.
+const (
+	fastChunk    = 16 << 20
+	minFastChunk = 64 << 10
+)
+
+// nextFastChunk sizes the next unpaced call after one that moved n bytes
+// in d: about kernelWait's worth at the rate it went, at most twice n,
+// within [minFastChunk, fastChunk], so that a cancellation or a pause,
+// seen between calls, waits about that long on any link (a 16 MiB call
+// took 13 s at 10 Mbit/s, and so did Ctrl-C). Twice n at most: a call
+// that only filled the socket buffer returns at once, which says nothing
+// of the link's rate.
+func nextFastChunk(n int, d time.Duration) int {
+	next := 2 * n
+	if d > 0 {
+		next = min(next, int(float64(n)*kernelWait.Seconds()/d.Seconds()))
+	}
+	return min(fastChunk, max(minFastChunk, next))
+}
 
 // fast runs one of the single-call paths (sendfile, copy_file_range):
 // step moves up to max bytes and returns 0 at the end of src. When the
@@ -162,16 +181,20 @@ const fastChunk = 16 << 20
 func fast(ctx context.Context, name string, src, dst *End, o Options,
 	step func(max int) (int, error)) (moved int64, err error, ok bool) {
 	// Unpaced, one call may move much more than a block: the kernel
-	// loops inside it (up to what the socket buffer takes), as a C
-	// sendfile loop would; it still returns often enough to see a
+	// loops inside it, as a C sendfile loop would, for about kernelWait
+	// (nextFastChunk), so that it still returns often enough to see a
 	// cancellation.
 	block := o.block()
 	if o.Pacer == nil {
-		block = fastChunk
+		block = minFastChunk
 	}
 	for {
 		chunk := o.Pacer.chunk(block)
+		start := time.Now()
 		n, err := step(chunk)
+		if o.Pacer == nil {
+			block = nextFastChunk(n, time.Since(start))
+		}
 		if err != nil {
 			if moved == 0 && unsupported(err) {
 				return 0, nil, false
