@@ -25,8 +25,10 @@ import (
 // two after: read-ahead asks for its windows from several goroutines)
 // waits in line and takes the data connection when the reader before it
 // is done; a reader that took its range while more data follow leaves the
-// stream parked for times.park, for the next range to take. Ranges that do not continue
-// the stream get transfers of their own.
+// stream parked for times.park, for the next range to take. Ranges that
+// do not continue a stream get transfers of their own. (A range that
+// waits beyond a gap waits at most until the transfer reaches the gap:
+// the price of a reader that jumps ahead just after reading in order.)
 
 // stream is one RETR of a file, read by the readers of consecutive ranges
 // in turn.
