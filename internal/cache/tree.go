@@ -364,6 +364,7 @@ type call struct {
 	done  chan struct{}
 	err   error
 	names map[string]remote.Info // List's answer
+	at    time.Time              // before the request was sent
 }
 
 // wait returns c's error, or ctx's when the caller gives up first (the
@@ -493,7 +494,7 @@ func (d *dir) Lookup(ctx context.Context, name string) (ns.Node, error) {
 	}
 	d.mu.Unlock()
 	epoch, at := t.c.epoch.Load(), time.Now()
-	info, err := t.b.Stat(ctx, p)
+	info, err := t.statOf(ctx, p, at)
 	if err != nil {
 		if ns.Errno(err) == syscall.ENOENT {
 			t.vanished(p, at)
@@ -520,26 +521,61 @@ func (d *dir) list(ctx context.Context) (map[string]remote.Info, error) {
 		d.mu.Unlock()
 		return names, nil
 	}
-	c := d.listing
-	if c == nil {
-		c = &call{done: make(chan struct{})}
-		d.listing = c
-		p := d.path
-		lctx := t.ctx
-		if remote.IsBackground(ctx) {
-			lctx = remote.Background(lctx) // listed ahead
-		}
-		if !t.spawn(func() { d.fetchList(lctx, c, p) }) {
-			d.listing = nil
-			d.mu.Unlock()
-			return nil, ns.Errorf(syscall.EIO, "%s is closed", t.key)
-		}
-	}
+	c, err := d.listingLocked(ctx)
 	d.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	if err := c.wait(ctx); err != nil {
 		return nil, err
 	}
 	return copyNames(c.names), nil
+}
+
+// listSince is list for an answer the server gave after since, however
+// fresh an older one is: a file validated by its directory's listing
+// (remote.StatLister) needs one newer than its attributes.
+func (d *dir) listSince(ctx context.Context, since time.Time) (map[string]remote.Info, error) {
+	for {
+		d.mu.Lock()
+		if d.names != nil && !d.listed.Before(since) {
+			names := copyNames(d.names)
+			d.mu.Unlock()
+			return names, nil
+		}
+		c, err := d.listingLocked(ctx)
+		d.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		if err := c.wait(ctx); err != nil {
+			return nil, err
+		}
+		if !c.at.Before(since) {
+			return copyNames(c.names), nil
+		}
+		// An older listing was in flight: the next one.
+	}
+}
+
+// listingLocked (d.mu held) returns the listing in flight, or starts one.
+func (d *dir) listingLocked(ctx context.Context) (*call, error) {
+	t := d.t
+	if c := d.listing; c != nil {
+		return c, nil
+	}
+	c := &call{done: make(chan struct{}), at: time.Now()}
+	d.listing = c
+	p := d.path
+	lctx := t.ctx
+	if remote.IsBackground(ctx) {
+		lctx = remote.Background(lctx) // listed ahead
+	}
+	if !t.spawn(func() { d.fetchList(lctx, c, p) }) {
+		d.listing = nil
+		return nil, ns.Errorf(syscall.EIO, "%s is closed", t.key)
+	}
+	return c, nil
 }
 
 func (d *dir) fetchList(ctx context.Context, c *call, p string) {

@@ -124,7 +124,7 @@ func (f *file) validate(ctx context.Context) error {
 func (f *file) stat(c *call, p string) {
 	t := f.t
 	epoch, at := t.c.epoch.Load(), time.Now()
-	info, err := t.b.Stat(t.ctx, p)
+	info, err := t.statOf(t.ctx, p, at)
 	switch {
 	case err == nil && info.Mode.IsDir():
 		err = ns.Errorf(syscall.EISDIR, "%s on %s is now a directory", p, t.key)
@@ -139,6 +139,25 @@ func (f *file) stat(c *call, p string) {
 	c.err = err
 	close(c.done)
 	f.mu.Unlock()
+}
+
+// statOf asks the server for p's attributes, as of at or later: from a
+// listing of its directory where the backend's Stat would list it anyway
+// (remote.StatLister), which refreshes every cached sibling too (a cold
+// `grep -r` after T_read asked 85 times for one directory's listing).
+func (t *tree) statOf(ctx context.Context, p string, at time.Time) (remote.Info, error) {
+	if _, lists := t.b.(remote.StatLister); !lists || p == "/" {
+		return t.b.Stat(ctx, p)
+	}
+	names, err := t.dirAt(path.Dir(p)).listSince(ctx, at)
+	if err != nil {
+		return remote.Info{}, err
+	}
+	info, ok := names[path.Base(p)]
+	if !ok {
+		return remote.Info{}, ns.Errorf(syscall.ENOENT, "%s is not on %s", p, t.key)
+	}
+	return info, nil
 }
 
 // localAttr returns f's attributes and whether they need no round trip.

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -166,5 +167,48 @@ func TestCleanDataSurvivesRestartAndIsRevalidated(t *testing.T) {
 	}
 	if got := cat(t, root, "other"); string(got) != "after!" {
 		t.Fatalf("a file changed while the daemon was down reads %q", got)
+	}
+}
+
+// statLister is localBackend whose Stat lists the parent, as FTP's does.
+type statLister struct{ *localBackend }
+
+func (statLister) StatListsParent() {}
+
+// TestValidateByListing: where Stat would list the directory anyway
+// (remote.StatLister), files are validated by one listing of their
+// directory, which validates their cached siblings too: reading 10 files
+// after T_read costs one listing of their directory, not ten Stats (each
+// of which would list it); a file removed on the server meanwhile is
+// ENOENT.
+func TestValidateByListing(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := statLister{newLocalBackend(t)}
+	for i := range 10 {
+		b.put(t, fmt.Sprintf("/d/f%d", i), []byte(fmt.Sprint("version one ", i)))
+	}
+	root := c.Root("local://lists", b, Options{TRead: new(time.Hour)})
+	d := lookup(t, root, "d").(ns.Dir)
+	d.ReadDir(bg)
+	for i := range 10 {
+		cat(t, root, fmt.Sprintf("d/f%d", i))
+	}
+	for i := range 9 {
+		b.put(t, fmt.Sprintf("/d/f%d", i), []byte(fmt.Sprint("version two, longer ", i)))
+	}
+	os.Remove(b.local("/d/f9"))
+	c.Drop()
+	lists, stats := b.n("List"), b.n("Stat")
+	for i := range 9 {
+		if got, want := string(cat(t, root, fmt.Sprintf("d/f%d", i))), fmt.Sprint("version two, longer ", i); got != want {
+			t.Fatalf("f%d after Drop: %q, want %q", i, got, want)
+		}
+	}
+	if _, err := d.Lookup(bg, "f9"); ns.Errno(err) != syscall.ENOENT {
+		t.Fatalf("a file removed on the server: %v, want ENOENT", err)
+	}
+	// One listing of / for d itself, one of d for its ten files.
+	if n := b.n("List") - lists; n != 2 || b.n("Stat") != stats {
+		t.Fatalf("validating d and its 10 files took %d listings and %d Stats, want 2 and 0", n, b.n("Stat")-stats)
 	}
 }

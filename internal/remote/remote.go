@@ -135,6 +135,14 @@ type Appender interface {
 	Append(ctx context.Context, p string, r io.Reader, n int64) (int64, error)
 }
 
+// StatLister is implemented by backends whose Stat lists the parent
+// directory and picks the entry (FTP, without MLST everywhere): the cache
+// then validates a file by listing its directory itself, which validates
+// every cached sibling at once, instead of one listing per file.
+type StatLister interface {
+	StatListsParent()
+}
+
 // AppendOpener is implemented by Appenders whose append first opens the
 // file, a round trip of its own (SFTP, 9P). The cache opens ahead, once
 // a program has opened the file with O_APPEND or while another

@@ -108,11 +108,12 @@ type Backend struct {
 }
 
 var (
-	_ remote.Dialer   = Dial
-	_ remote.Backend  = (*Backend)(nil)
-	_ remote.Writer   = (*Backend)(nil)
-	_ remote.Appender = (*Backend)(nil)
-	_ remote.Chtimer  = (*Backend)(nil)
+	_ remote.Dialer     = Dial
+	_ remote.Backend    = (*Backend)(nil)
+	_ remote.Writer     = (*Backend)(nil)
+	_ remote.Appender   = (*Backend)(nil)
+	_ remote.Chtimer    = (*Backend)(nil)
+	_ remote.StatLister = (*Backend)(nil)
 )
 
 // Dial starts a session with server, "[user@]host[:port]" (port 21 by
@@ -301,6 +302,9 @@ func (b *Backend) Stat(ctx context.Context, p string) (remote.Info, error) {
 	})
 	return info, err
 }
+
+// StatListsParent: Stat finds p in its directory's listing (find).
+func (b *Backend) StatListsParent() {}
 
 // List returns the entries of directory p.
 func (b *Backend) List(ctx context.Context, p string) ([]remote.Info, error) {
