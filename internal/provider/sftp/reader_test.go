@@ -28,6 +28,12 @@ func TestPacketSize(t *testing.T) {
 	if c.packet != openSSHPacket {
 		t.Fatalf("packet size %d, want %d", c.packet, openSSHPacket)
 	}
+	c.streamsMu.Lock()
+	early := c.asked || len(c.streams) > 0
+	c.streamsMu.Unlock()
+	if early {
+		t.Error("extra SFTP sessions started before any large read")
+	}
 	dir := t.TempDir()
 	data := make([]byte, 5*openSSHPacket+12345)
 	for i := range data {
@@ -51,8 +57,9 @@ func TestPacketSize(t *testing.T) {
 			t.Fatalf("range %v: %d bytes, %v", rg, len(got), err)
 		}
 	}
-	// The large reads went through the extra sessions, each with a
-	// channel window of its own.
+	// The first large read started the extra sessions, each with a
+	// channel window of its own, for the reads after it.
+	c.starting.Wait()
 	c.streamsMu.Lock()
 	streams := len(c.streams)
 	c.streamsMu.Unlock()
