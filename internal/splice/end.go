@@ -270,10 +270,13 @@ const kernelWait = 100 * time.Millisecond
 // call, as a C loop does: waiting in Go's poller instead costs an EAGAIN,
 // a netpoll event and a goroutine switch (often a wake-up of another CPU)
 // each time the socket buffer fills, 1.8× the C loop's CPU on a shaped
-// link. Only for an end nothing else uses meanwhile: its reads would
-// block too.
+// link. Nagle's algorithm is on meanwhile (a C socket's default; Go and
+// netstream turn it off): without it the kernel pushes a segment as each
+// piece of the file lands in the socket, ~10 % more CPU on the shaped
+// link, where the stream's end is the only place it could delay. Only
+// for an end nothing else uses meanwhile: its reads would block too.
 func (e *End) waitInKernel() (restore func(), err error) {
-	var flags int
+	var flags, nodelay int
 	cerr := e.rc.Control(func(fd uintptr) {
 		if flags, err = unix.FcntlInt(fd, unix.F_GETFL, 0); err != nil {
 			return
@@ -281,6 +284,11 @@ func (e *End) waitInKernel() (restore func(), err error) {
 		tv := unix.NsecToTimeval(kernelWait.Nanoseconds())
 		if err = unix.SetsockoptTimeval(int(fd), unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
 			return
+		}
+		// A Unix socket has no TCP_NODELAY: nothing to turn on.
+		if nd, gerr := unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY); gerr == nil && nd != 0 {
+			nodelay = nd
+			unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, 0)
 		}
 		_, err = unix.FcntlInt(fd, unix.F_SETFL, flags&^unix.O_NONBLOCK)
 	})
@@ -290,6 +298,9 @@ func (e *End) waitInKernel() (restore func(), err error) {
 	return func() {
 		e.rc.Control(func(fd uintptr) {
 			unix.SetsockoptTimeval(int(fd), unix.SOL_SOCKET, unix.SO_SNDTIMEO, &unix.Timeval{})
+			if nodelay != 0 {
+				unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, nodelay)
+			}
 			unix.FcntlInt(fd, unix.F_SETFL, flags)
 		})
 	}, nil

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"wirefs/internal/leakcheck"
 	"wirefs/internal/ns"
 )
@@ -99,6 +101,13 @@ func TestFileToSocket(t *testing.T) {
 	n, err := Copy(context.Background(), end(t, "file", f), end(t, "sock", a), Options{Stats: st})
 	if err != nil || n != int64(len(data)) {
 		t.Fatalf("Copy = %d, %v", n, err)
+	}
+	// Nagle, on for the sendfile, is off again as Go left it.
+	rc, _ := a.SyscallConn()
+	var nodelay int
+	rc.Control(func(fd uintptr) { nodelay, err = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY) })
+	if err != nil || nodelay == 0 {
+		t.Errorf("TCP_NODELAY after the transfer: %d, %v; want it restored", nodelay, err)
 	}
 	a.Close()
 	sameSum(t, "file→socket", <-got, data)
