@@ -99,6 +99,7 @@ type Backend struct {
 	// counts; changed is closed (and replaced) when they change.
 	limit, leased, leasedTransfers, leasedAhead int
 	dialing                                     int // logins under way
+	peak                                        int // the most connections the server held at once
 	changed                                     chan struct{}
 	warnedLimit                                 bool
 	streams                                     map[string][]*stream // read.go

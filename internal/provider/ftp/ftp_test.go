@@ -862,3 +862,23 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.buf.String()
 }
+
+// TestRefusedLoginGuessKeepsPeak: a login refused for too many connections
+// right after some of ours closed (the server has not ended them yet)
+// guesses no fewer connections than the server once held at the same
+// time; with none held before, the guess is what is live.
+func TestRefusedLoginGuessKeepsPeak(t *testing.T) {
+	refused := ns.Errorf(syscall.EUSERS, "421 There are too many connections from your internet address.")
+	for _, c := range []struct{ live, peak, want int }{{2, 3, 3}, {2, 2, 2}, {1, 0, 1}} {
+		b := &Backend{log: slog.New(slog.DiscardHandler), limit: 8, peak: c.peak, live: map[*pconn]struct{}{}, changed: make(chan struct{})}
+		for range c.live {
+			b.live[&pconn{}] = struct{}{}
+		}
+		b.mu.Lock()
+		again := b.refusedLogin(refused)
+		b.mu.Unlock()
+		if !again || b.limit != c.want {
+			t.Errorf("live %d, peak %d: refusedLogin = %v, limit %d; want true, %d", c.live, c.peak, again, b.limit, c.want)
+		}
+	}
+}

@@ -166,6 +166,7 @@ func (b *Backend) get(ctx context.Context, transfer bool, op, p string) (*pconn,
 		b.wakeWaiters() // more logins may start
 		if err == nil && !b.closed {
 			b.live[pc] = struct{}{}
+			b.peak = max(b.peak, len(b.live))
 			// A lowered bound was a guess (refusedLogin): the
 			// server accepts at least what it logged in.
 			b.limit = max(b.limit, min(len(b.live), b.max))
@@ -199,8 +200,12 @@ func (b *Backend) refusedLogin(err error) bool {
 	// The server allows those it logged in, and perhaps the logins
 	// still under way: each refusal guesses again, each success raises
 	// the guess (dial), so once the logins settle it is what the server
-	// took.
-	if guess := len(b.live) + b.dialing; guess < b.limit {
+	// took. Never fewer than it once held at the same time: a refusal
+	// right after ours closed means the server has not ended them yet
+	// (vsftpd's session process exits after the client closes), and a
+	// guess of two would have turned prefetch off for good on a server
+	// that allows three (TestServerLimitsLogins saw it under load).
+	if guess := max(len(b.live)+b.dialing, b.peak); guess < b.limit {
 		b.limit = guess
 		b.wakeWaiters() // a background lease may have to give up now
 	}
