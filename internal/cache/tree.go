@@ -515,30 +515,23 @@ func (d *dir) Lookup(ctx context.Context, name string) (ns.Node, error) {
 // callers share one List.
 func (d *dir) list(ctx context.Context) (map[string]remote.Info, error) {
 	t := d.t
-	d.mu.Lock()
-	if t.fresh(d.listed, d.listEpoch, t.o.DirTTL) {
-		names := copyNames(d.names)
-		d.mu.Unlock()
-		return names, nil
-	}
-	c, err := d.listingLocked(ctx)
-	d.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	if err := c.wait(ctx); err != nil {
-		return nil, err
-	}
-	return copyNames(c.names), nil
+	return d.listIf(ctx, func() bool { return t.fresh(d.listed, d.listEpoch, t.o.DirTTL) }, time.Time{})
 }
 
 // listSince is list for an answer the server gave after since, however
 // fresh an older one is: a file validated by its directory's listing
 // (remote.StatLister) needs one newer than its attributes.
 func (d *dir) listSince(ctx context.Context, since time.Time) (map[string]remote.Info, error) {
+	return d.listIf(ctx, func() bool { return d.names != nil && !d.listed.Before(since) }, since)
+}
+
+// listIf returns the cached listing while cached (called with d.mu held)
+// says it will do, else a listing begun at since or later, joining one in
+// flight (any, for a zero since) or waiting out an older one.
+func (d *dir) listIf(ctx context.Context, cached func() bool, since time.Time) (map[string]remote.Info, error) {
 	for {
 		d.mu.Lock()
-		if d.names != nil && !d.listed.Before(since) {
+		if cached() {
 			names := copyNames(d.names)
 			d.mu.Unlock()
 			return names, nil
@@ -554,7 +547,6 @@ func (d *dir) listSince(ctx context.Context, since time.Time) (map[string]remote
 		if !c.at.Before(since) {
 			return copyNames(c.names), nil
 		}
-		// An older listing was in flight: the next one.
 	}
 }
 
