@@ -180,6 +180,16 @@ func (n *vifNet) class(t *testing.T, minor uint16) *netlink.HtbClass {
 }
 
 // cgroupDirs lists wirefs's cgroup subtrees (one per namespace in use).
+// lockFile is the path of the lock the daemon of namespace a holds
+// (the provider's RunDir default, named by the namespace's inode).
+func (n *vifNet) lockFile(t *testing.T) string {
+	var st syscall.Stat_t
+	if err := syscall.Stat("/run/netns/"+n.a, &st); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("/run/wirefs/vif-net%d.lock", st.Ino)
+}
+
 func cgroupDirs() []string {
 	var out []string
 	for _, base := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
@@ -281,6 +291,9 @@ func TestVIFTree(t *testing.T) {
 	}
 	if err := os.Mkdir(deep+"/d7", 0o755); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("mkdir at depth 7: %v, want EINVAL", err)
+	}
+	if !strings.Contains(readFile(m.Log), "VIFs nest at most 6 deep") {
+		t.Errorf("the log does not say why mkdir at depth 7 failed:\n%s", tail(readFile(m.Log), 2000))
 	}
 	for ; deep != root; deep = filepath.Dir(deep) {
 		if err := syscall.Rmdir(deep); err != nil {
@@ -466,8 +479,17 @@ func TestVIFRate(t *testing.T) {
 		t.Errorf("a child of an attached process sent %.2f Mbit/s through a 4mbit VIF", got/1e6)
 	}
 	stats := read(t, web+"/stats")
-	if !strings.Contains(stats, "out_bytes=") || strings.Contains(stats, "out_bytes=0 ") {
+	var out, in uint64
+	if _, err := fmt.Sscanf(stats, "out_bytes=%d", &out); err != nil || out == 0 {
 		t.Errorf("web/stats = %q", stats)
+	}
+	// what the sender sent went out (egress class), what came in is its
+	// ACKs (the IFB's class): one request asks both devices, each
+	// answer must land in its own half of the line
+	if i := strings.Index(stats, "in_bytes="); i < 0 {
+		t.Errorf("web/stats = %q", stats)
+	} else if fmt.Sscanf(stats[i:], "in_bytes=%d", &in); in == 0 || out < 4*in {
+		t.Errorf("web/stats = %q: want the data out and only ACKs in", stats)
 	}
 	_ = pid
 	// unattached, the same sender is not limited
@@ -679,6 +701,10 @@ func TestVIFCleanup(t *testing.T) {
 	if cg == "" || !n.wirefsQdisc(t) {
 		t.Fatalf("after mkdir and attach: cgroup %q, wirefs qdisc %v", cg, n.wirefsQdisc(t))
 	}
+	lock := n.lockFile(t)
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("the namespace's lock: %v", err)
+	}
 	// kill -9: the qdisc and the cgroups stay; the next start removes them
 	syscall.Kill(m.pid, syscall.SIGKILL)
 	waitFor(5*time.Second, func() bool { return !alive(m.pid) })
@@ -721,6 +747,9 @@ func TestVIFCleanup(t *testing.T) {
 	}
 	if cg := netnsCgroup(n.a); cg != "" {
 		t.Errorf("cgroup %s left after unmount", cg)
+	}
+	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("lock file %s after unmount: %v, want it removed", lock, err)
 	}
 	procCg, _ = os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", sleeper.Process.Pid))
 	if strings.Contains(string(procCg), "wirefs.vif") {

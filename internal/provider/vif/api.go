@@ -66,13 +66,13 @@ func (p *Provider) Make(s Spec) (string, error) {
 // DefaultIface is the interface of the default route (IPv4, else IPv6).
 func DefaultIface() (string, error) {
 	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
-		routes, err := netlink.RouteList(nil, family)
+		routes, err := routeList(family)
 		if err != nil {
 			continue
 		}
 		for _, r := range routes {
 			if r.Dst == nil || r.Dst.IP.IsUnspecified() {
-				if l, err := netlink.LinkByIndex(r.LinkIndex); err == nil {
+				if l, err := linkByIndex(r.LinkIndex); err == nil {
 					return l.Attrs().Name, nil
 				}
 			}
@@ -102,10 +102,11 @@ func (p *Provider) Drain(s Spec, limit time.Duration) {
 	var last uint64
 	still := time.Now()
 	for time.Now().Before(deadline) {
-		st, err := classStatsOf(ifc.index, v.id)
+		sts, err := p.tc.classStats(v.id, ifc.index)
 		if err != nil {
 			return
 		}
+		st := sts[0]
 		if st.bytes != last || st.backlog != 0 {
 			last, still = st.bytes, time.Now()
 		} else if time.Since(still) >= quiet {

@@ -39,7 +39,7 @@ func ifbName(ifindex int) string { return ifbPrefix + strconv.Itoa(ifindex) }
 // interface with an ingress qdisc someone else made is refused.
 func setupIngress(l netlink.Link, prog *ebpf.Program) (int, error) {
 	name := l.Attrs().Name
-	qs, err := netlink.QdiscList(l)
+	qs, err := qdiscList(l)
 	if err != nil {
 		return 0, err
 	}
@@ -56,7 +56,7 @@ func setupIngress(l netlink.Link, prog *ebpf.Program) (int, error) {
 		removeIngress(l.Attrs().Index)
 		return 0, err
 	}
-	il, err := netlink.LinkByName(ifb.Name)
+	il, err := linkByName(ifb.Name)
 	if err != nil {
 		return fail(err)
 	}
@@ -90,12 +90,12 @@ func setupIngress(l netlink.Link, prog *ebpf.Program) (int, error) {
 // qdiscs go with it) and the interface's ingress qdisc.
 func removeIngress(ifindex int) error {
 	var errs []error
-	if il, err := netlink.LinkByName(ifbName(ifindex)); err == nil && strings.HasPrefix(il.Attrs().Alias, ifbAlias) {
+	if il, err := linkByName(ifbName(ifindex)); err == nil && strings.HasPrefix(il.Attrs().Alias, ifbAlias) {
 		if err := netlink.LinkDel(il); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if l, err := netlink.LinkByIndex(ifindex); err == nil {
+	if l, err := linkByIndex(ifindex); err == nil {
 		ing := &netlink.Ingress{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: ifindex, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_INGRESS}}
 		if err := netlink.QdiscDel(ing); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
 			errs = append(errs, fmt.Errorf("%s: remove ingress qdisc: %w", l.Attrs().Name, err))
@@ -107,7 +107,7 @@ func removeIngress(ifindex int) error {
 // removeIngressLeftovers removes every IFB of wirefs's in the namespace
 // (what a killed daemon left) and the ingress qdisc of its interface.
 func removeIngressLeftovers() ([]string, error) {
-	links, err := netlink.LinkList()
+	links, err := linkList()
 	if err != nil {
 		return nil, err
 	}

@@ -7,8 +7,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vishvananda/netlink"
-
 	"wirefs/internal/ns"
 )
 
@@ -41,7 +39,7 @@ func (r *vifRoot) Lookup(ctx context.Context, name string) (ns.Node, error) {
 }
 
 func (r *vifRoot) ReadDir(ctx context.Context) ([]ns.DirEntry, error) {
-	links, err := netlink.LinkList()
+	links, err := linkList()
 	if err != nil {
 		return nil, ns.Errorf(syscall.EIO, "list interfaces: %v", err)
 	}
@@ -275,7 +273,11 @@ func (f *paramFile) Open(ctx context.Context, c ns.Caller, flags int) (ns.Handle
 		h.writable = true
 	}
 	if acc != syscall.O_WRONLY {
-		h.content = []byte(f.p.value(f.v, f.name))
+		s, err := f.p.value(f.v, f.name)
+		if err != nil {
+			return nil, err
+		}
+		h.content = []byte(s)
 	}
 	return h, nil
 }

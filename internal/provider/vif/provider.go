@@ -28,7 +28,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cilium/ebpf"
-	"github.com/vishvananda/netlink"
 
 	"wirefs/internal/ns"
 	"wirefs/internal/procstatus"
@@ -59,6 +58,7 @@ type Provider struct {
 	lock   *os.File
 	lockAt string
 	cls    *classifier
+	tc     *tcConn       // class counters (stats)
 	inProg *ebpf.Program // the ingress classifier; nil: egress only
 	ifaces map[string]*iface
 	groups map[string]*group // by key
@@ -116,15 +116,14 @@ func (p *Provider) start() error {
 		return err
 	}
 	lockAt := filepath.Join(p.o.RunDir, fmt.Sprintf("vif-net%d.lock", nsid))
-	lock, err := os.OpenFile(lockAt, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
+	lock, err := takeLock(lockAt)
+	if errors.Is(err, errLocked) {
+		return fmt.Errorf("another wirefs daemon manages the VIFs of this network namespace (%s is locked)", lockAt)
+	} else if err != nil {
 		return err
 	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
-		return fmt.Errorf("another wirefs daemon manages the VIFs of this network namespace (%s is locked)", lockAt)
-	}
 	p.base, p.lock, p.lockAt = base, lock, lockAt
+	sweepLocks(p.o.RunDir)
 	p.dir = filepath.Join(base, "wirefs.vif", fmt.Sprintf("net%d", nsid))
 	// What a killed daemon left: we hold the lock, so every wirefs
 	// qdisc of this namespace and our cgroup subtree are leftovers.
@@ -146,6 +145,10 @@ func (p *Provider) start() error {
 			return fmt.Errorf("removing a killed daemon's cgroups: %w", err)
 		}
 		p.log.Info("vif: removed the cgroups a previous daemon left", "dir", p.dir)
+	}
+	if p.tc, err = openTCConn(); err != nil {
+		p.unlock()
+		return err
 	}
 	return nil
 }
@@ -173,7 +176,7 @@ func (p *Provider) load() error {
 
 func (p *Provider) unlock() {
 	if p.lock != nil {
-		p.lock.Close() // the file stays: removing it would race a new daemon's flock
+		dropLock(p.lock, p.lockAt)
 		p.lock = nil
 	}
 }
@@ -221,6 +224,7 @@ func (p *Provider) Close() error {
 	if p.cls != nil {
 		p.cls.close()
 	}
+	p.tc.close()
 	for pid, from := range p.origin {
 		if _, err := os.Stat(from); err == nil {
 			_ = moveProcess(from, pid)
@@ -308,7 +312,7 @@ func (p *Provider) ensureUp(ifc *iface) error {
 	if err := p.load(); err != nil {
 		return err
 	}
-	l, err := netlink.LinkByIndex(ifc.index)
+	l, err := linkByIndex(ifc.index)
 	if err != nil {
 		return ns.Errorf(syscall.ENODEV, "%s: %v", ifc.name, err)
 	}

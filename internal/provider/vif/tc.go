@@ -11,7 +11,6 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -47,7 +46,7 @@ func ours(q netlink.Qdisc) bool {
 
 // rootQdisc is link's root qdisc, or nil.
 func rootQdisc(l netlink.Link) (netlink.Qdisc, error) {
-	qs, err := netlink.QdiscList(l)
+	qs, err := qdiscList(l)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +123,7 @@ func setupHTB(l netlink.Link) error {
 // removeHTB deletes wirefs's root qdisc from the interface named name
 // (with every class under it), if it is there.
 func removeHTB(name string) error {
-	l, err := netlink.LinkByName(name)
+	l, err := linkByName(name)
 	if err != nil {
 		return nil // gone with its qdiscs
 	}
@@ -138,7 +137,7 @@ func removeHTB(name string) error {
 // removeLeftovers deletes wirefs's qdiscs from every interface of the
 // namespace (what a killed daemon left) and returns their names.
 func removeLeftovers() ([]string, error) {
-	links, err := netlink.LinkList()
+	links, err := linkList()
 	if err != nil {
 		return nil, err
 	}
@@ -200,46 +199,6 @@ type classStats struct {
 	bytes, packets uint64
 	drops          uint32
 	backlog        uint32
-}
-
-// statsSock is a route netlink socket kept open, as classSock, for
-// classStatsOf's requests: the library asks for classes only by dumping
-// all of a device's.
-var statsSock = sync.OnceValues(func() (*nl.SocketHandle, error) {
-	s, err := nl.GetNetlinkSocketAt(netns.None(), netns.None(), unix.NETLINK_ROUTE)
-	if err != nil {
-		return nil, err
-	}
-	// the kernel answers at once or not at all (a request it would only
-	// broadcast): never wait long
-	if err := s.SetReceiveTimeout(&unix.Timeval{Sec: 1}); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return &nl.SocketHandle{Socket: s}, nil
-})
-
-// classStatsOf reads the counters of the class Major:id of the device:
-// one RTM_GETTCLASS for that class (the kernel answers it alone), where a
-// dump would send and parse every class of the device.
-func classStatsOf(ifindex int, id uint16) (classStats, error) {
-	sh, err := statsSock()
-	if err != nil {
-		return classStats{}, err
-	}
-	// NLM_F_ECHO: without it the kernel only broadcasts the class to the
-	// tc group (rtnetlink_send), never to the asker
-	req := nl.NewNetlinkRequest(unix.RTM_GETTCLASS, unix.NLM_F_ECHO)
-	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: sh}
-	req.AddData(&nl.TcMsg{Family: nl.FAMILY_ALL, Ifindex: int32(ifindex), Handle: handle(id)})
-	msgs, err := req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWTCLASS)
-	if err != nil {
-		return classStats{}, err
-	}
-	if len(msgs) != 1 {
-		return classStats{}, fmt.Errorf("class %x:%x: %d answers", Major, id, len(msgs))
-	}
-	return parseClassStats(msgs[0])
 }
 
 // parseClassStats reads the counters from a class message (RTM_NEWTCLASS:

@@ -226,18 +226,18 @@ func (v *VIF) set(name, value string) (params, error) {
 }
 
 // value is what reading the parameter file name shows.
-func (p *Provider) value(v *VIF, name string) string {
+func (p *Provider) value(v *VIF, name string) (string, error) {
 	switch name {
 	case "rate":
-		return FormatRate(v.rate) + "\n"
+		return FormatRate(v.rate) + "\n", nil
 	case "ceil":
-		return FormatRate(v.effCeil()) + "\n"
+		return FormatRate(v.effCeil()) + "\n", nil
 	case "weight":
-		return strconv.FormatUint(uint64(v.weight), 10) + "\n"
+		return strconv.FormatUint(uint64(v.weight), 10) + "\n", nil
 	case "priority":
-		return strconv.FormatUint(uint64(v.prio), 10) + "\n"
+		return strconv.FormatUint(uint64(v.prio), 10) + "\n", nil
 	case "mode":
-		return v.mode + "\n"
+		return v.mode + "\n", nil
 	case "stats":
 		return p.stats(v)
 	case "procs":
@@ -245,21 +245,25 @@ func (p *Provider) value(v *VIF, name string) string {
 		for _, pid := range p.procsOf(v) {
 			fmt.Fprintf(&b, "%d\n", pid)
 		}
-		return b.String()
+		return b.String(), nil
 	}
-	return ""
+	return "", nil
 }
 
 // stats is one line: out_bytes out_packets out_drops out_backlog
 // out_rate, and the same for in_ (what came in, shaped on the IFB; zero
 // when incoming traffic is not shaped), as key=value pairs; the rates
 // are bits/s since the previous read of stats, or since the VIF was made.
-func (p *Provider) stats(v *VIF) string {
+func (p *Provider) stats(v *VIF) (string, error) {
 	var out, in classStats
 	if v.ifc.up {
-		out, _ = classStatsOf(v.ifc.index, v.id)
-		if v.ifc.ifb != 0 {
-			in, _ = classStatsOf(v.ifc.ifb, v.id)
+		st, err := p.tc.classStats(v.id, v.ifc.devs()...)
+		if err != nil {
+			return "", ns.Errorf(syscall.EIO, "vif: %s/stats: %v", v.path(), err)
+		}
+		out = st[0]
+		if len(st) > 1 {
+			in = st[1]
 		}
 	}
 	now := time.Now()
@@ -273,7 +277,7 @@ func (p *Provider) stats(v *VIF) string {
 		out.bytes, out.packets, out.drops, out.backlog, rate(out.bytes, v.lastBytes),
 		in.bytes, in.packets, in.drops, in.backlog, rate(in.bytes, v.lastIn))
 	v.lastBytes, v.lastIn, v.lastAt = out.bytes, in.bytes, now
-	return line
+	return line, nil
 }
 
 // classes are the VIF's two HTB classes: the VIF (rate and ceil), and
