@@ -1,13 +1,11 @@
 package vif
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
@@ -169,29 +167,6 @@ func (c class) htb() *netlink.HtbClass {
 	hc := netlink.NewHtbClass(netlink.ClassAttrs{LinkIndex: c.ifindex, Handle: handle(c.id), Parent: parent},
 		netlink.HtbClassAttrs{Rate: c.rate, Ceil: c.ceil, Quantum: c.quantum, Prio: c.prio})
 	return hc
-}
-
-// classSock is the route netlink socket of the class requests, kept
-// open: the package functions open a socket per request, 15-20 µs more
-// each here, and writing a VIF's rate is four requests, reading its
-// stats two. (A zero Handle, should opening one fail, is the package's
-// behaviour.)
-var classSock = sync.OnceValue(func() *netlink.Handle {
-	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
-	if err != nil {
-		return &netlink.Handle{}
-	}
-	return h
-})
-
-func addClass(c class) error    { return classSock().ClassAdd(c.htb()) }
-func changeClass(c class) error { return classSock().ClassChange(c.htb()) }
-func delClass(ifindex int, id uint16) error {
-	err := classSock().ClassDel(&netlink.GenericClass{ClassAttrs: netlink.ClassAttrs{LinkIndex: ifindex, Handle: handle(id)}, ClassType: "htb"})
-	if errors.Is(err, syscall.ENOENT) {
-		return nil
-	}
-	return err
 }
 
 // classStats are one class's counters.

@@ -59,7 +59,7 @@ func TestClassStats(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			if err := netlink.ClassAdd(class{ifindex: dev, id: 5, rate: 1e9, ceil: 1e9}.htb()); err != nil { // not classSock: it would stay in this namespace
+			if err := netlink.ClassAdd(class{ifindex: dev, id: 5, rate: 1e9, ceil: 1e9}.htb()); err != nil {
 				t.Error(err)
 				return
 			}
@@ -101,5 +101,85 @@ func TestClassStats(t *testing.T) {
 			t.Error("classStats on a closed connection succeeded")
 		}
 		base.Check(t)
+	})
+}
+
+// TestClassRequests: the classes tcConn makes and changes are the ones
+// the library's ClassAdd and ClassChange make (without their rate
+// tables), as the kernel reports them; a removed class is gone.
+func TestClassRequests(t *testing.T) {
+	inPrivateNetns(t, func() {
+		veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "wft0"}, PeerName: "wft1"}
+		if err := netlink.LinkAdd(veth); err != nil {
+			t.Error(err)
+			return
+		}
+		peer, err := netlink.LinkByName("wft1")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		ours, lib := veth.Attrs().Index, peer.Attrs().Index
+		for _, dev := range []int{ours, lib} {
+			if err := netlink.QdiscAdd(netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: dev, Handle: handle(0), Parent: netlink.HANDLE_ROOT})); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		tc, err := openTCConn()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer tc.close()
+		classOf := func(dev int, id uint16) *netlink.HtbClass {
+			cs, err := netlink.ClassList(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: dev}}, 0)
+			if err != nil {
+				t.Error(err)
+				return nil
+			}
+			for _, c := range cs {
+				if h, ok := c.(*netlink.HtbClass); ok && h.Handle == handle(id) {
+					h.LinkIndex = 0
+					h.Statistics = nil
+					return h
+				}
+			}
+			return nil
+		}
+		for _, step := range []struct {
+			c      class
+			change bool
+		}{
+			{class{id: 1, rate: 40e9, ceil: 40e9}, false}, // above 2^32 bytes/s: the 64-bit attributes
+			{class{id: 2, parent: 1, rate: 2e6, ceil: 10e6, quantum: 3 * quantumUnit, prio: 1}, false},
+			{class{id: 2, parent: 1, rate: 3e6, ceil: 3e6, quantum: quantumUnit, prio: 3}, true},
+		} {
+			a, b := step.c, step.c
+			a.ifindex, b.ifindex = ours, lib
+			var err1, err2 error
+			if step.change {
+				err1, err2 = tc.change(a), netlink.ClassChange(b.htb())
+			} else {
+				err1, err2 = tc.add(a), netlink.ClassAdd(b.htb())
+			}
+			if err1 != nil || err2 != nil {
+				t.Errorf("%+v: tcConn %v, library %v", step.c, err1, err2)
+				continue
+			}
+			got, want := classOf(ours, step.c.id), classOf(lib, step.c.id)
+			if got == nil || want == nil || *got != *want {
+				t.Errorf("%+v: the kernel has %+v, from the library %+v", step.c, got, want)
+			}
+		}
+		if err := tc.add(class{ifindex: ours, id: 2, parent: 1, rate: 1e6, ceil: 1e6}); !errors.Is(err, unix.EEXIST) {
+			t.Errorf("adding a class that is there: %v, want EEXIST", err)
+		}
+		if err := tc.del(ours, 2); err != nil || classOf(ours, 2) != nil {
+			t.Errorf("del: %v; class %+v", err, classOf(ours, 2))
+		}
+		if err := tc.del(ours, 2); err != nil {
+			t.Errorf("del of a class that is not there: %v, want nil", err)
+		}
 	})
 }

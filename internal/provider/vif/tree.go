@@ -310,11 +310,11 @@ func (p *Provider) applyNew(v *VIF) error {
 	c, l := v.classes(v.params())
 	for _, dev := range v.ifc.devs() {
 		c.ifindex, l.ifindex = dev, dev
-		if err := addClass(c); err != nil {
+		if err := p.tc.add(c); err != nil {
 			return ns.Errorf(syscall.EIO, "vif %s: add class %x:%x: %v", v.path(), Major, c.id, err)
 		}
-		if err := addClass(l); err != nil {
-			delClass(dev, c.id)
+		if err := p.tc.add(l); err != nil {
+			p.tc.del(dev, c.id)
 			return ns.Errorf(syscall.EIO, "vif %s: add class %x:%x: %v", v.path(), Major, l.id, err)
 		}
 	}
@@ -331,13 +331,13 @@ func (p *Provider) apply(v *VIF, q params) error {
 		_, was := v.classes(v.params())
 		for _, dev := range v.ifc.devs() {
 			c.ifindex, l.ifindex = dev, dev
-			if err := changeClass(c); err != nil {
+			if err := p.tc.change(c); err != nil {
 				return ns.Errorf(syscall.EIO, "vif %s: change class: %v", v.path(), err)
 			}
 			if was.ifindex = dev; l == was {
 				continue
 			}
-			if err := changeClass(l); err != nil {
+			if err := p.tc.change(l); err != nil {
 				return ns.Errorf(syscall.EIO, "vif %s: change class: %v", v.path(), err)
 			}
 		}
@@ -364,10 +364,10 @@ func (p *Provider) refollow(v *VIF) error {
 			cc, l := c.classes(c.params())
 			for _, dev := range c.ifc.devs() {
 				cc.ifindex, l.ifindex = dev, dev
-				if err := changeClass(cc); err != nil {
+				if err := p.tc.change(cc); err != nil {
 					return ns.Errorf(syscall.EIO, "vif %s: change class: %v", c.path(), err)
 				}
-				if err := changeClass(l); err != nil {
+				if err := p.tc.change(l); err != nil {
 					return ns.Errorf(syscall.EIO, "vif %s: change class: %v", c.path(), err)
 				}
 			}
@@ -454,10 +454,10 @@ func (p *Provider) rmdir(v *VIF) error {
 	}
 	p.dropGroupsOf(v)
 	for _, dev := range v.ifc.devs() {
-		if err := delClass(dev, v.id|selfBit); err != nil {
+		if err := p.tc.del(dev, v.id|selfBit); err != nil {
 			return ns.Errorf(syscall.EIO, "vif %s: delete class: %v", v.path(), err)
 		}
-		if err := delClass(dev, v.id); err != nil {
+		if err := p.tc.del(dev, v.id); err != nil {
 			return ns.Errorf(syscall.EIO, "vif %s: delete class: %v", v.path(), err)
 		}
 	}
