@@ -37,7 +37,7 @@ the descriptor came from the namespace. Manual: docs/wirefs.md.
 func runCommand(reg *protocols.Registry) *cobra.Command {
 	var cf catcherFlags
 	var cfg nsConfig
-	var syncWake, timing bool
+	var syncWake, timing, fastPath bool
 	c := setup(&cobra.Command{
 		Use:   "run [options] -- CMD [ARGS...]",
 		Short: "run CMD with /net: no mount, no root",
@@ -60,7 +60,7 @@ func runCommand(reg *protocols.Registry) *cobra.Command {
 				return fmt.Errorf("run: %w", err)
 			}
 			o := catch.Options{
-				Prefix: cf.prefix, Args: args, Log: log, NoSyncWakeUp: !syncWake,
+				Prefix: cf.prefix, Args: args, Log: log, NoSyncWakeUp: !syncWake, NoFastPath: !fastPath,
 				Roots: d.roots, URLName: urlName(reg),
 			}
 			if timing {
@@ -81,6 +81,8 @@ func runCommand(reg *protocols.Registry) *cobra.Command {
 	fl.MarkHidden("sync-wake-up") // a measurement switch
 	fl.BoolVar(&timing, "timing", false, "print at exit where trapped calls spent their time in the supervisor (bench/catch.sh)")
 	fl.MarkHidden("timing")
+	fl.BoolVar(&fastPath, "fast-path", true, "preload the library that lets local path calls of dynamic programs through untrapped (turn off only to measure it)")
+	fl.MarkHidden("fast-path")
 	cfg.addFlags(fl)
 	return c
 }

@@ -139,7 +139,7 @@ func (t *tracee) installFilter(pidfd int) (int, error) {
 	}
 	defer t.call(sysMunmap, uint64(page), pageSize)
 
-	prog := buildFilter(trappedNumbers(trapNamespace))
+	prog := buildFilter(trappedNumbers(trapNamespace), 0)
 	size := len(prog) * int(unsafe.Sizeof(prog[0]))
 	if 16+size > pageSize {
 		return -1, errors.New("the filter does not fit in a page")

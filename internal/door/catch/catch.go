@@ -120,6 +120,10 @@ type Options struct {
 	// RuntimeDir holds the private FUSE door's hidden directory (default
 	// $XDG_RUNTIME_DIR, else the temporary directory).
 	RuntimeDir string
+	// NoFastPath leaves the fast path's library out of the command's
+	// programs (fastpath.go: for measurements, and what a failure to
+	// write it leads to).
+	NoFastPath bool
 	// Pace, if not 0, is the rate in bytes per second at which every
 	// TCP socket the command connects or listens with may send
 	// (SO_MAX_PACING_RATE, pace.go): wirefs nice without CAP_NET_ADMIN.
@@ -174,7 +178,18 @@ func Run(n *ns.Namespace, o Options) (int, error) {
 	if o.Pace != 0 {
 		traps |= trapPaced
 	}
-	cmd, err := startCommand(self, files, o.Args, traps)
+	env := os.Environ()
+	if n != nil && !o.NoFastPath {
+		fenv, cleanup, err := fastPath(o.RuntimeDir, env, names)
+		if err != nil {
+			o.Log.Warn("catch: no fast path: every path call traps", "err", err)
+		} else {
+			env = fenv
+			traps |= trapFast
+			defer cleanup()
+		}
+	}
+	cmd, err := startCommand(self, files, o.Args, traps, env)
 	if err != nil {
 		return 0, err
 	}
@@ -282,9 +297,9 @@ type command struct {
 }
 
 // startCommand starts the helper with files (the helper's end of a
-// socketpair added last) and the command line args, and reaps every
-// child, orphans included, until the command exits.
-func startCommand(self string, files []*os.File, args []string, traps trapSet) (*command, error) {
+// socketpair added last), the command line args and the environment
+// env, and reaps every child, orphans included, until the command exits.
+func startCommand(self string, files []*os.File, args []string, traps trapSet, env []string) (*command, error) {
 	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -306,9 +321,8 @@ func startCommand(self string, files []*os.File, args []string, traps trapSet) (
 	// helper closes it before exec.
 	files = append(files, theirs)
 	argv := append([]string{self, HelperArg, strconv.Itoa(len(files) - 1)}, args...)
-	var env []string // nil: this process's
 	if traps != trapNamespace {
-		env = append(os.Environ(), trapsEnv+"="+strconv.Itoa(int(traps)))
+		env = append(env, trapsEnv+"="+strconv.Itoa(int(traps)))
 	}
 	proc, err := os.StartProcess(self, argv, &os.ProcAttr{Files: files, Env: env})
 	theirs.Close()
@@ -526,8 +540,9 @@ func removeStale(base string, log *slog.Logger) {
 			unmount(dir, log)
 			os.Remove(dir)
 		} else if errors.Is(err, os.ErrNotExist) {
+			// An unmounted door, or the fast path's library.
 			if pid, ok := pidOf(e.Name()); ok && syscall.Kill(pid, 0) == syscall.ESRCH {
-				os.Remove(dir)
+				os.RemoveAll(dir)
 			}
 		}
 	}

@@ -56,8 +56,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// supervise is `wirefs run -- args…` with the namespace of cmd/wirefs,
-// or, with "-pace BYTES/S" first, wirefs nice's per-socket pacing.
+// supervise is `wirefs run -- args…` with the namespace of cmd/wirefs
+// ("-timing" first: Options.Timing on standard error; "-nofast": without
+// the fast path), or, with "-pace BYTES/S" first, wirefs nice's
+// per-socket pacing.
 func supervise(args []string) int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	if len(args) > 2 && args[0] == "-pace" {
@@ -69,6 +71,20 @@ func supervise(args []string) int {
 		}
 		return status
 	}
+	o := catch.Options{Log: log, RuntimeDir: os.Getenv(rtEnv)}
+	for len(args) > 1 {
+		switch args[0] {
+		case "-timing":
+			o.Timing = os.Stderr
+		case "-nofast":
+			o.NoFastPath = true
+		default:
+			goto run
+		}
+		args = args[1:]
+	}
+run:
+	o.Args = args
 	res := resolve.New(time.Minute)
 	streams := netstream.New(res, 10*time.Second, log)
 	n := ns.New()
@@ -76,7 +92,7 @@ func supervise(args []string) int {
 	n.Mount("udp", streams.UDP())
 	n.Mount("dns", dns.Dir(res))
 	n.Mount(".wirefs", ctl.Dir(streams.Live, nil, nil))
-	status, err := catch.Run(n, catch.Options{Args: args, Log: log, RuntimeDir: os.Getenv(rtEnv)})
+	status, err := catch.Run(n, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "wirefs run:", err)
 		if errors.Is(err, catch.ErrUnavailable) {

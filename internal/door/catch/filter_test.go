@@ -9,10 +9,16 @@ import (
 // runBPF interprets the subset of classic BPF the filter uses, over a
 // struct seccomp_data.
 func runBPF(t *testing.T, prog []syscall.SockFilter, nr int32, arch uint32, args [6]uint64) uint32 {
+	return runBPFAt(t, prog, nr, arch, 0, args)
+}
+
+// runBPFAt is runBPF of a call made at instruction pointer ip.
+func runBPFAt(t *testing.T, prog []syscall.SockFilter, nr int32, arch uint32, ip uint64, args [6]uint64) uint32 {
 	t.Helper()
 	var data [64]byte
 	binary.LittleEndian.PutUint32(data[0:], uint32(nr))
 	binary.LittleEndian.PutUint32(data[4:], arch)
+	binary.LittleEndian.PutUint64(data[8:], ip)
 	for i, a := range args {
 		binary.LittleEndian.PutUint64(data[16+8*i:], a)
 	}
@@ -50,7 +56,7 @@ func runBPF(t *testing.T, prog []syscall.SockFilter, nr int32, arch uint32, args
 }
 
 func TestFilter(t *testing.T) {
-	prog := buildFilter(trappedNumbers(trapNamespace))
+	prog := buildFilter(trappedNumbers(trapNamespace), 0)
 	if len(prog) > 255 {
 		t.Fatalf("program of %d instructions", len(prog))
 	}
@@ -119,6 +125,35 @@ func TestFilter(t *testing.T) {
 	} {
 		if got := runBPF(t, prog, tc.nr, auditArchX8664, tc.args); got != tc.want {
 			t.Errorf("%d %x: %#x, want %#x", tc.nr, tc.args, got, tc.want)
+		}
+	}
+}
+
+// TestFilterFastPath: with the fast path, a call that would trap runs
+// when it comes from the trampoline, and only then; the rest of the
+// filter is unchanged.
+func TestFilterFastPath(t *testing.T) {
+	prog := buildFilter(trappedNumbers(trapNamespace), trampIP)
+	cwd := [6]uint64{0xffffffffffffff9c}
+	for _, tc := range []struct {
+		nr   int32
+		ip   uint64
+		args [6]uint64
+		want uint32
+	}{
+		{syscall.SYS_OPENAT, trampIP, cwd, retAllow},
+		{syscall.SYS_OPENAT, trampIP - 2, cwd, retUserNotif},
+		{syscall.SYS_OPENAT, trampIP + 1<<32, cwd, retUserNotif}, // the low word alone does not do
+		{syscall.SYS_OPENAT, 0x7f0000001234, cwd, retUserNotif},
+		{syscall.SYS_STAT, trampIP, [6]uint64{}, retAllow},
+		{syscall.SYS_STAT, 0x401000, [6]uint64{}, retUserNotif},
+		{syscall.SYS_GETXATTR, trampIP, [6]uint64{}, retAllow},
+		{syscall.SYS_OPENAT, 0x7f0000001234, [6]uint64{3}, retAllow},
+		{syscall.SYS_READ, 0x7f0000001234, [6]uint64{}, retAllow},
+		{x32SyscallBit | syscall.SYS_OPENAT, trampIP, cwd, retErrno | uint32(syscall.ENOSYS)},
+	} {
+		if got := runBPFAt(t, prog, tc.nr, auditArchX8664, tc.ip, tc.args); got != tc.want {
+			t.Errorf("%d at %#x: %#x, want %#x", tc.nr, tc.ip, got, tc.want)
 		}
 	}
 }

@@ -102,7 +102,12 @@ func installFilter() (int, error) {
 	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0, 0, 0, 0); e != 0 {
 		return -1, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", e)
 	}
-	prog := buildFilter(trappedNumbers(helperTraps()))
+	traps := helperTraps()
+	var fastIP uint64
+	if traps&trapFast != 0 {
+		fastIP = trampIP
+	}
+	prog := buildFilter(trappedNumbers(traps), fastIP)
 	fprog := syscall.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	r, _, e := syscall.RawSyscall(sysSeccomp, seccompSetModeFilt, filterFlagNewListener, uintptr(unsafe.Pointer(&fprog)))
 	runtime.KeepAlive(prog)

@@ -46,6 +46,7 @@ const (
 	bpfRetK            = 0x06
 	seccompDataNrOff   = 0
 	seccompDataArchOff = 4
+	seccompDataIPOff   = 8
 )
 
 // notif is struct seccomp_notif (80 bytes on every kernel so far; the
@@ -101,10 +102,13 @@ func notifSizes() (int, error) {
 // the private door when it came from the namespace, else in local files,
 // since no local directory but / holds the prefix — and glibc's fstat,
 // newfstatat(fd, "", AT_EMPTY_PATH), is the most frequent call of all.
-// What that misses is listed in the package's Limits. The filter reads
-// only the architecture, the call number and those arguments, so the
-// kernel's action cache skips it entirely for all other calls.
-func buildFilter(trapped []int) []syscall.SockFilter {
+// What that misses is listed in the package's Limits. With fastIP not 0,
+// a call that would trap runs untouched when it was made from the
+// instruction before fastIP: the fast path's trampoline (fastpath.go).
+// The filter reads only the architecture, the call number, those
+// arguments and, for calls that would trap, the instruction pointer, so
+// the kernel's action cache skips it entirely for all other calls.
+func buildFilter(trapped []int, fastIP uint64) []syscall.SockFilter {
 	a := bpfAsm{labels: map[string]int{}}
 	argLo := func(i int) uint32 { return uint32(16 + 8*i) } // low word, little endian
 
@@ -136,10 +140,17 @@ func buildFilter(trapped []int) []syscall.SockFilter {
 		}
 		a.jump(bpfJmpJa, 0, "allow", "")
 	}
+	a.label("notif")
+	if fastIP != 0 {
+		a.stmt(bpfLdWAbs, seccompDataIPOff)
+		a.jump(bpfJmpJeqK, uint32(fastIP), "", "trap")
+		a.stmt(bpfLdWAbs, seccompDataIPOff+4)
+		a.jump(bpfJmpJeqK, uint32(fastIP>>32), "allow", "trap")
+	}
+	a.label("trap")
+	a.stmt(bpfRetK, retUserNotif)
 	a.label("allow")
 	a.stmt(bpfRetK, retAllow)
-	a.label("notif")
-	a.stmt(bpfRetK, retUserNotif)
 	a.label("enosys")
 	a.stmt(bpfRetK, retErrno|uint32(syscall.ENOSYS))
 	return a.link()

@@ -141,6 +141,7 @@ type trapSet int
 const (
 	trapNamespace trapSet = 1 << iota // calls: the namespace's names
 	trapPaced                         // paced: connect and listen, to pace sockets
+	trapFast                          // not a set: calls from the fast path's trampoline run untouched (fastpath.go)
 )
 
 // trappedNumbers lists the numbers of the calls in set, sorted.

@@ -1,0 +1,114 @@
+package catch
+
+import (
+	_ "embed"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// The fast path: a library preloaded into the command's dynamically linked
+// programs (fastpath/fastpath.c) makes their path calls whose name cannot
+// be a namespace name — by the same cheap tests the supervisor makes first
+// (names.mayReach, relMayReach, mayBeURL) — through a syscall instruction
+// at trampAddr, and the filter lets calls from there through: no trap, no
+// round trip to the supervisor for local files. Every other call traps as
+// before, so static programs, programs that drop LD_PRELOAD and calls the
+// library does not wrap (the C library's internal ones: opendir, fopen,
+// realpath's readlinks) behave as they always did, only slower.
+//
+// It is not a way around the catcher that a program did not have before:
+// wirefs run is not a sandbox (a name relative to a real directory
+// descriptor was never trapped either).
+
+//go:embed fastpath/fastpath.so
+var fastpathLib []byte
+
+// trampAddr is where the library maps its trampoline, and trampIP the
+// instruction pointer of a system call made from it (the address after
+// its syscall instruction): fastpath.c's TRAMP_ADDR and layout. The
+// address is far from where the kernel puts programs, their heaps and
+// mappings; if it is taken, the library maps nothing and every call
+// traps.
+const (
+	trampAddr = 0x100000000000
+	trampIP   = trampAddr + 25
+)
+
+// Environment of the command's programs for the fast path.
+const (
+	fastFirstsEnv = "WIREFS_CATCH_FIRSTS" // "/net/src": the first components of names' local roots
+	fastURLEnv    = "WIREFS_CATCH_URL"    // "1": URL names are caught
+	ldPreload     = "LD_PRELOAD"
+)
+
+const stNoexec = 8 // ST_NOEXEC of statfs(2)'s f_flags
+
+// fastPath writes the library into a new directory that every user can
+// read (a program that changes its uid must still load it), in the
+// temporary directory or else in runtimeDir, whichever allows
+// executables, and returns the command's environment, env with the
+// library preloaded after any library the user preloads (an interposer
+// of theirs keeps coming first), and the cleanup that removes the
+// directory.
+func fastPath(runtimeDir string, env []string, m *names) ([]string, func(), error) {
+	base := ""
+	for _, d := range []string{os.TempDir(), runtimeDir} {
+		var st syscall.Statfs_t
+		if d != "" && syscall.Statfs(d, &st) == nil && st.Flags&stNoexec == 0 {
+			base = d
+			break
+		}
+	}
+	if base == "" {
+		return nil, nil, errors.New("no directory that allows executables for the library")
+	}
+	dir, err := os.MkdirTemp(base, hiddenPrefix+strconv.Itoa(os.Getpid())+"-lib-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	lib := filepath.Join(dir, "fastpath.so")
+	if err := os.WriteFile(lib, fastpathLib, 0o644); err == nil {
+		err = os.Chmod(dir, 0o755) // MkdirTemp made it 0700
+	}
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return fastEnv(env, lib, m), cleanup, nil
+}
+
+// fastEnv is env with the library lib preloaded and the names' cheap
+// tests described for it.
+func fastEnv(env []string, lib string, m *names) []string {
+	firsts := make([]string, 0, len(m.firsts))
+	for f := range m.firsts {
+		firsts = append(firsts, f)
+	}
+	slices.Sort(firsts)
+	preload := lib
+	out := make([]string, 0, len(env)+3)
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case ldPreload:
+			if v != "" {
+				preload = v + " " + lib
+			}
+			continue
+		case fastFirstsEnv, fastURLEnv:
+			continue
+		}
+		out = append(out, kv)
+	}
+	out = append(out, ldPreload+"="+preload, fastFirstsEnv+"=/"+strings.Join(firsts, "/"))
+	if m.url != nil {
+		out = append(out, fastURLEnv+"=1")
+	}
+	return out
+}

@@ -1,0 +1,264 @@
+// The catcher's fast path (wirefs run, internal/door/catch/fastpath.go):
+// preloaded into dynamically linked programs, it makes the path calls whose
+// name cannot be a namespace name through a syscall instruction at a fixed
+// address that the seccomp filter lets through, so that they never trap.
+// Every other call is made as the C library would make it, and traps as
+// before. Static programs never load it and keep trapping: nothing depends
+// on it but speed.
+//
+// A name is local here exactly when the supervisor's cheap tests say so
+// (names.go: mayReach, relMayReach, mayBeURL); the supervisor would answer
+// such a call CONTINUE without looking at anything else. The tests are
+// given by the environment:
+//   WIREFS_CATCH_FIRSTS  "/net/src": the first components of every local
+//                        name the namespace is shown at;
+//   WIREFS_CATCH_URL     "1" when URL names ("sftp://h/x") are caught.
+// Without WIREFS_CATCH_FIRSTS (a program that cleaned its environment but
+// kept LD_PRELOAD), or if the trampoline's page cannot be mapped, every
+// call traps.
+//
+// Build: see gen.go in the parent directory (cc, no other dependency).
+
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+// The trampoline's address and layout; fastpath.go holds the same
+// numbers (the filter allows a call whose instruction pointer, the
+// address after the syscall instruction, is trampAddr + trampRet).
+#define TRAMP_ADDR 0x100000000000UL
+static const unsigned char tramp_code[] = {
+	0x48, 0x89, 0xf8,             // mov %rdi,%rax
+	0x48, 0x89, 0xf7,             // mov %rsi,%rdi
+	0x48, 0x89, 0xd6,             // mov %rdx,%rsi
+	0x48, 0x89, 0xca,             // mov %rcx,%rdx
+	0x4d, 0x89, 0xc2,             // mov %r8,%r10
+	0x4d, 0x89, 0xc8,             // mov %r9,%r8
+	0x4c, 0x8b, 0x4c, 0x24, 0x08, // mov 0x8(%rsp),%r9
+	0x0f, 0x05,                   // syscall (returns to TRAMP_ADDR + 25)
+	0xc3,                         // ret
+};
+
+typedef long (*tramp_fn)(long nr, long a, long b, long c, long d, long e, long f);
+static tramp_fn tramp; // NULL: no fast path
+
+#define MAX_FIRSTS 64
+static const char *firsts[MAX_FIRSTS];
+static size_t first_len[MAX_FIRSTS];
+static int nfirsts;
+static int urls;
+
+// isfirst says whether the component p[0:n] is a root's first component.
+static int isfirst(const char *p, size_t n) {
+	for (int i = 0; i < nfirsts; i++)
+		if (first_len[i] == n && memcmp(firsts[i], p, n) == 0)
+			return 1;
+	return 0;
+}
+
+// local says whether the name p cannot be a namespace name: names.go's
+// mayReach for absolute names, mayBeURL and relMayReach for relative ones.
+static int local(const char *p) {
+	if (p == NULL || p[0] == 0)
+		return 1; // the supervisor lets both run: EFAULT, or a descriptor's call
+	if (strstr(p, "..") != NULL)
+		return 0; // only path.Clean can tell
+	if (p[0] == '/') {
+		while (*p == '/')
+			p++;
+		size_t n = strcspn(p, "/");
+		if (n == 0 || (n == 1 && p[0] == '.'))
+			return 0;
+		return !isfirst(p, n);
+	}
+	if (urls) {
+		const char *u = strstr(p, "://");
+		if (u != NULL && u > p && memchr(p, '/', u - p) == NULL)
+			return 0;
+	}
+	for (;;) {
+		size_t n = strcspn(p, "/");
+		if (n != 0 && !(n == 1 && p[0] == '.'))
+			return !isfirst(p, n);
+		if (p[n] == 0)
+			return 1; // the base directory itself
+		p += n + 1;
+	}
+}
+
+// raw makes a system call from this library's own syscall instruction,
+// which the filter traps as it would the C library's.
+static long raw(long nr, long a, long b, long c, long d, long e) {
+	return syscall(nr, a, b, c, d, e);
+}
+
+// fast makes call nr through the trampoline when name is local (or the
+// call is relative to a real descriptor, which the filter never traps),
+// else traps. It returns as the C library's wrappers do.
+static long fast(int dirfd, const char *name, long nr, long a, long b, long c, long d, long e) {
+	if (tramp == NULL || (dirfd == AT_FDCWD && !local(name)))
+		return raw(nr, a, b, c, d, e);
+	long r = tramp(nr, a, b, c, d, e, 0);
+	if (r < 0 && r > -4096) {
+		errno = -r;
+		return -1;
+	}
+	return r;
+}
+
+// The open calls are cancellation points in the C library: names that
+// trap keep its wrappers, found once.
+static int (*next_openat)(int, const char *, int, ...);
+
+__attribute__((constructor)) static void init(void) {
+	next_openat = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
+	const char *f = getenv("WIREFS_CATCH_FIRSTS");
+	if (f == NULL || f[0] != '/')
+		return;
+	const char *u = getenv("WIREFS_CATCH_URL");
+	urls = u != NULL && strcmp(u, "1") == 0;
+	while (*f == '/') {
+		f++;
+		size_t n = strcspn(f, "/");
+		if (n == 0 || nfirsts == MAX_FIRSTS)
+			return; // malformed or too many: no fast path
+		firsts[nfirsts] = f;
+		first_len[nfirsts++] = n;
+		f += n;
+	}
+	void *page = mmap((void *)TRAMP_ADDR, 4096, PROT_READ | PROT_WRITE,
+		MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (page == MAP_FAILED)
+		return;
+	if (page != (void *)TRAMP_ADDR) { // a kernel without MAP_FIXED_NOREPLACE
+		munmap(page, 4096);
+		return;
+	}
+	memcpy(page, tramp_code, sizeof tramp_code);
+	if (mprotect(page, 4096, PROT_READ | PROT_EXEC) != 0) {
+		munmap(page, 4096);
+		return;
+	}
+	tramp = (tramp_fn)page;
+}
+
+static mode_t open_mode(int flags, va_list ap) {
+	if (flags & O_CREAT || (flags & O_TMPFILE) == O_TMPFILE)
+		return va_arg(ap, mode_t);
+	return 0;
+}
+
+static int do_openat(int dirfd, const char *name, int flags, mode_t mode) {
+	if (tramp != NULL && (dirfd != AT_FDCWD || local(name)))
+		return fast(dirfd, name, SYS_openat, dirfd, (long)name, flags, mode, 0);
+	if (next_openat != NULL)
+		return next_openat(dirfd, name, flags, mode);
+	return raw(SYS_openat, dirfd, (long)name, flags, mode, 0);
+}
+
+int open(const char *name, int flags, ...) {
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = open_mode(flags, ap);
+	va_end(ap);
+	return do_openat(AT_FDCWD, name, flags, mode);
+}
+
+int openat(int dirfd, const char *name, int flags, ...) {
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = open_mode(flags, ap);
+	va_end(ap);
+	return do_openat(dirfd, name, flags, mode);
+}
+
+// On x86-64 the *64 names are the same calls (O_LARGEFILE is implied, and
+// struct stat64 is struct stat).
+int open64(const char *name, int flags, ...) __attribute__((alias("open")));
+int openat64(int dirfd, const char *name, int flags, ...) __attribute__((alias("openat")));
+
+static int do_fstatat(int dirfd, const char *name, struct stat *st, int flags) {
+	return fast(dirfd, name, SYS_newfstatat, dirfd, (long)name, (long)st, flags, 0);
+}
+
+int fstatat(int dirfd, const char *name, struct stat *st, int flags) {
+	return do_fstatat(dirfd, name, st, flags);
+}
+int fstatat64(int dirfd, const char *name, struct stat64 *st, int flags) {
+	return do_fstatat(dirfd, name, (struct stat *)st, flags);
+}
+
+int stat(const char *name, struct stat *st) {
+	return do_fstatat(AT_FDCWD, name, st, 0);
+}
+int stat64(const char *name, struct stat64 *st) {
+	return do_fstatat(AT_FDCWD, name, (struct stat *)st, 0);
+}
+
+int lstat(const char *name, struct stat *st) {
+	return do_fstatat(AT_FDCWD, name, st, AT_SYMLINK_NOFOLLOW);
+}
+int lstat64(const char *name, struct stat64 *st) {
+	return do_fstatat(AT_FDCWD, name, (struct stat *)st, AT_SYMLINK_NOFOLLOW);
+}
+
+// __xstat and friends: what programs built against glibc before 2.33
+// call (make). Version 0 and 1 are the kernel's struct stat on x86-64;
+// any other is EINVAL, as glibc answers.
+static int xstat(int ver, const char *name, struct stat *st, int flags) {
+	if (ver != 0 && ver != 1) {
+		errno = EINVAL;
+		return -1;
+	}
+	return do_fstatat(AT_FDCWD, name, st, flags);
+}
+int __xstat(int ver, const char *name, struct stat *st) { return xstat(ver, name, st, 0); }
+int __lxstat(int ver, const char *name, struct stat *st) {
+	return xstat(ver, name, st, AT_SYMLINK_NOFOLLOW);
+}
+int __xstat64(int ver, const char *name, struct stat64 *st) {
+	return xstat(ver, name, (struct stat *)st, 0);
+}
+int __lxstat64(int ver, const char *name, struct stat64 *st) {
+	return xstat(ver, name, (struct stat *)st, AT_SYMLINK_NOFOLLOW);
+}
+
+int statx(int dirfd, const char *name, int flags, unsigned int mask, struct statx *stx) {
+	return fast(dirfd, name, SYS_statx, dirfd, (long)name, flags, mask, (long)stx);
+}
+
+int access(const char *name, int mode) {
+	return fast(AT_FDCWD, name, SYS_access, (long)name, mode, 0, 0, 0);
+}
+
+ssize_t readlink(const char *name, char *buf, size_t size) {
+	return fast(AT_FDCWD, name, SYS_readlink, (long)name, (long)buf, size, 0, 0);
+}
+
+ssize_t readlinkat(int dirfd, const char *name, char *buf, size_t size) {
+	return fast(dirfd, name, SYS_readlinkat, dirfd, (long)name, (long)buf, size, 0);
+}
+
+ssize_t getxattr(const char *name, const char *attr, void *value, size_t size) {
+	return fast(AT_FDCWD, name, SYS_getxattr, (long)name, (long)attr, (long)value, size, 0);
+}
+
+ssize_t lgetxattr(const char *name, const char *attr, void *value, size_t size) {
+	return fast(AT_FDCWD, name, SYS_lgetxattr, (long)name, (long)attr, (long)value, size, 0);
+}
+
+ssize_t listxattr(const char *name, char *list, size_t size) {
+	return fast(AT_FDCWD, name, SYS_listxattr, (long)name, (long)list, size, 0, 0);
+}
+
+ssize_t llistxattr(const char *name, char *list, size_t size) {
+	return fast(AT_FDCWD, name, SYS_llistxattr, (long)name, (long)list, size, 0, 0);
+}

@@ -1,0 +1,73 @@
+package catch
+
+import (
+	"bufio"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestFastPathAgrees: the library's test of a name (fastpath.c's local)
+// lets through only what the supervisor's cheap tests find local, and
+// all of it: names.go's mayReach, mayBeURL and relMayReach, with the
+// roots of Options.Roots and URL names on.
+func TestFastPathAgrees(t *testing.T) {
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler (scripts/setup.sh installs it)")
+	}
+	bin := filepath.Join(t.TempDir(), "fastlocal")
+	if out, err := exec.Command("cc", "-O2", "-o", bin, "testdata/fastlocal.c").CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v %s", err, out)
+	}
+	names := []string{
+		"", "/", "//", "/.", "/..", "/net", "/net/", "/net/tcp/h:1", "//net/x", "/netx", "/ne",
+		"/src", "/src/a.c", "/srcs/a", "/etc/hostname", "/etc/../net/tcp", "/usr/include/stdio.h",
+		"/a/./net", "/./net", "/../net", "/a..b/c", "net", "net/tcp", "./net", ".//net/x", "././",
+		".", "./", "..", "../net", "a/b", "a/../net", "src", "srcx/a", "x/net", "sftp://h/x",
+		"http://h", "a/b://c", "://x", "h:/x", "x.c", "/tmp/a://b", "a:b", "dir/sftp://h",
+	}
+	// And names made of the pieces that matter, every one up to three
+	// pieces long.
+	pieces := []string{"/", ".", "..", "net", "src", "x", "://", ":"}
+	var grow func(string, int)
+	grow = func(p string, depth int) {
+		names = append(names, p)
+		if depth < 4 {
+			for _, q := range pieces {
+				grow(p+q, depth+1)
+			}
+		}
+	}
+	grow("", 0)
+	cmd := exec.Command(bin)
+	cmd.Env = []string{"WIREFS_CATCH_FIRSTS=/net/src", "WIREFS_CATCH_URL=1"}
+	cmd.Stdin = strings.NewReader(strings.Join(names, "\n") + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := newNames("/net", []string{"src"}, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What whereIs answers local before any look at the target.
+	local := func(p string) bool {
+		switch {
+		case p == "":
+			return true
+		case p[0] == '/':
+			return !m.mayReach(p)
+		}
+		return !m.mayBeURL(p) && !m.relMayReach(p)
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for _, name := range names {
+		if !sc.Scan() {
+			t.Fatal("short output")
+		}
+		if got, want := sc.Text() == "1", local(name); got != want {
+			t.Errorf("%q: the library says local=%v, the supervisor %v", name, got, want)
+		}
+	}
+}

@@ -1,0 +1,54 @@
+package catch_test
+
+import (
+	"regexp"
+	"strconv"
+	"testing"
+)
+
+// trapped is the number of calls the supervisor received, from -timing's
+// table on standard error.
+func trapped(t *testing.T, r result) int {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^read path\s+(\d+)`).FindStringSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("no timing table in stderr %q", r.stderr)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// TestFastPath: with the fast path, a dynamic program's calls on local
+// names do not trap, and its calls on namespace names still do and are
+// served (ls -l's xattr calls among them); without it, every one traps.
+func TestFastPath(t *testing.T) {
+	const n = 2000
+	script := `import errno, os, stat
+for i in range(` + strconv.Itoa(n) + `):
+    os.stat("/etc/hostname"); os.lstat("/etc"); os.access("/etc/hostname", os.R_OK)
+print("dir", stat.S_ISDIR(os.stat("/net/dns").st_mode))
+print("read", open("/net/dns/localhost").read().strip())
+try:
+    os.listxattr("/net/dns")
+except OSError as e:
+    print("xattr", e.errno == errno.ENOTSUP)
+os.chdir("/")
+print("relative", stat.S_ISDIR(os.stat("net/tcp").st_mode))
+`
+	forEachIdentity(t, func(t *testing.T, e *env) {
+		fast := e.run("", "-timing", python, "-c", script)
+		e.want(fast, 0, "dir True\n", "read 127.0.0.1\n", "xattr True\n", "relative True\n")
+		slow := e.run("", "-timing", "-nofast", python, "-c", script)
+		e.want(slow, 0, "dir True\n", "read 127.0.0.1\n", "xattr True\n", "relative True\n")
+		if f, s := trapped(t, fast), trapped(t, slow); f > n/4 || s < 3*n {
+			t.Errorf("%d calls trapped with the fast path, %d without; want < %d and >= %d", f, s, n/4, 3*n)
+		}
+		// ls -l asks for the xattrs of every name: namespace names
+		// still get the door's answer, not the kernel's ENOENT.
+		r := e.run("", "sh", "-c", "ls -l /net/dns/localhost /etc/hostname >/dev/null && echo listed")
+		e.want(r, 0, "listed\n")
+		if r.stderr != "" {
+			t.Errorf("ls -l: stderr %q", r.stderr)
+		}
+	})
+}
