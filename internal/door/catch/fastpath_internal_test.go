@@ -2,6 +2,7 @@ package catch
 
 import (
 	"bufio"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -68,6 +69,64 @@ func TestFastPathAgrees(t *testing.T) {
 		}
 		if got, want := sc.Text() == "1", local(name); got != want {
 			t.Errorf("%q: the library says local=%v, the supervisor %v", name, got, want)
+		}
+	}
+}
+
+// TestFastPathRealpath: the library's realpath gives what glibc's gives
+// (result, the caller's buffer, errno) over symbolic links absolute and
+// relative, loops, dangling links, names through files, "." and "..",
+// and leaves to glibc's the names it must: relative ones, names reaching
+// the namespace, links longer than its buffers.
+func TestFastPathRealpath(t *testing.T) {
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler (scripts/setup.sh installs it)")
+	}
+	bin := filepath.Join(t.TempDir(), "fastrealpath")
+	if out, err := exec.Command("cc", "-O2", "-o", bin, "testdata/fastrealpath.c").CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v %s", err, out)
+	}
+	d := t.TempDir()
+	for _, c := range [][2]string{{"d", ""}, {"d/e", ""}, {"f", "file"}, {"d/g", "file"},
+		{"l1", "d"}, {"l2", d + "/d/e"}, {"loop", "loop"}, {"dangling", "nothere"},
+		{"rel", "../" + filepath.Base(d) + "/d"}, {"tonet", "/net/tcp"}, {"hop", "l1"},
+		{"long", strings.Repeat("d/../", 250) + "f"}} {
+		p := filepath.Join(d, c[0])
+		var err error
+		switch c[1] {
+		case "":
+			err = os.Mkdir(p, 0o755)
+		case "file":
+			err = os.WriteFile(p, nil, 0o644)
+		default:
+			err = os.Symlink(c[1], p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	same := []string{"/", "//", "/..", "/usr/bin/cc", d, d + "/", d + "/./d//e/", d + "/l1/g",
+		d + "/hop/e/../g", d + "/l2/", d + "/rel/e/../g", d + "/f/", d + "/f/.", d + "/f/..",
+		d + "/f/x", d + "/d/..", d + "/loop", d + "/dangling", d + "/nothere/x", d + "/l1/nothere"}
+	glibc := []string{"rel", "./x", "", d + "/tonet/x", "/net/tcp", d + "/long"}
+	cmd := exec.Command(bin)
+	cmd.Env = []string{"WIREFS_CATCH_FIRSTS=/net"}
+	cmd.Stdin = strings.NewReader(strings.Join(append(same, glibc...), "\n") + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != len(same)+len(glibc) {
+		t.Fatalf("%d lines for %d names: %q", len(lines), len(same)+len(glibc), out)
+	}
+	for i, name := range append(same, glibc...) {
+		want := "same"
+		if i >= len(same) {
+			want = "glibc"
+		}
+		if lines[i] != want {
+			t.Errorf("%.80q: %s, want %s", name, lines[i], want)
 		}
 	}
 }

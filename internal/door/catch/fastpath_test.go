@@ -1,6 +1,8 @@
 package catch_test
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -20,10 +22,11 @@ func trapped(t *testing.T, r result) int {
 
 // TestFastPath: with the fast path, a dynamic program's calls on local
 // names do not trap, and its calls on namespace names still do and are
-// served (ls -l's xattr calls among them); without it, every one traps.
+// served (ls -l's xattr calls among them, and realpath(3) through a
+// local link into the namespace); without it, every one traps.
 func TestFastPath(t *testing.T) {
 	const n = 2000
-	script := `import errno, os, stat
+	script := `import ctypes, errno, os, stat
 for i in range(` + strconv.Itoa(n) + `):
     os.stat("/etc/hostname"); os.lstat("/etc"); os.access("/etc/hostname", os.R_OK)
 print("dir", stat.S_ISDIR(os.stat("/net/dns").st_mode))
@@ -32,14 +35,21 @@ try:
     os.listxattr("/net/dns")
 except OSError as e:
     print("xattr", e.errno == errno.ENOTSUP)
+os.symlink("/net/dns", "link")
+libc = ctypes.CDLL(None)
+libc.realpath.restype = ctypes.c_char_p
+print("realpath", libc.realpath(b"link/localhost", None).decode(), libc.realpath(os.path.abspath("link/localhost").encode(), None).decode())
 os.chdir("/")
 print("relative", stat.S_ISDIR(os.stat("net/tcp").st_mode))
 `
 	forEachIdentity(t, func(t *testing.T, e *env) {
 		fast := e.run("", "-timing", python, "-c", script)
-		e.want(fast, 0, "dir True\n", "read 127.0.0.1\n", "xattr True\n", "relative True\n")
+		want := []string{"dir True\n", "read 127.0.0.1\n", "xattr True\n",
+			"realpath /net/dns/localhost /net/dns/localhost\n", "relative True\n"}
+		e.want(fast, 0, want...)
+		os.Remove(filepath.Join(e.dir, "link"))
 		slow := e.run("", "-timing", "-nofast", python, "-c", script)
-		e.want(slow, 0, "dir True\n", "read 127.0.0.1\n", "xattr True\n", "relative True\n")
+		e.want(slow, 0, want...)
 		if f, s := trapped(t, fast), trapped(t, slow); f > n/4 || s < 3*n {
 			t.Errorf("%d calls trapped with the fast path, %d without; want < %d and >= %d", f, s, n/4, 3*n)
 		}

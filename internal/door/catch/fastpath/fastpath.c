@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -117,9 +118,13 @@ static long fast(int dirfd, const char *name, long nr, long a, long b, long c, l
 // The open calls are cancellation points in the C library: names that
 // trap keep its wrappers, found once.
 static int (*next_openat)(int, const char *, int, ...);
+static char *(*next_realpath)(const char *, char *);
+static char *(*next_realpath_chk)(const char *, char *, size_t);
 
 __attribute__((constructor)) static void init(void) {
 	next_openat = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
+	next_realpath = (char *(*)(const char *, char *))dlsym(RTLD_NEXT, "realpath");
+	next_realpath_chk = (char *(*)(const char *, char *, size_t))dlsym(RTLD_NEXT, "__realpath_chk");
 	const char *f = getenv("WIREFS_CATCH_FIRSTS");
 	if (f == NULL || f[0] != '/')
 		return;
@@ -261,4 +266,161 @@ ssize_t listxattr(const char *name, char *list, size_t size) {
 
 ssize_t llistxattr(const char *name, char *list, size_t size) {
 	return fast(AT_FDCWD, name, SYS_llistxattr, (long)name, (long)list, size, 0, 0);
+}
+
+// realpath: compilers canonicalise every directory they search with
+// realpath(3), whose readlink of each component the C library makes
+// from inside itself (make -B of a C project: 71 % of its traps). So
+// realpath is glibc 2.36's algorithm (stdlib/canonicalize.c) here, for
+// absolute names, with each readlink made through the trampoline while
+// the name resolved so far is local. Anything else — a relative name
+// (it needs the working directory, which the supervisor may be showing
+// as a namespace name), a name or link reaching the namespace, one longer
+// than the small buffers — is glibc's own realpath from the start, and
+// traps as before: the readlinks have no effect to undo.
+
+#define RP_BUF 1024       // glibc starts with buffers of this size and grows them
+#define ELOOP_THRESHOLD 40 // glibc's __eloop_threshold on Linux
+
+// suffix_requires_dir_check is glibc's: whether the rest of the name
+// needs what came before to be a directory ("/", "/.", "/..").
+static int suffix_requires_dir_check(const char *end) {
+	while (*end == '/') {
+		do
+			end++;
+		while (*end == '/');
+		switch (*end++) {
+		default:
+			return 0;
+		case 0:
+			return 1;
+		case '.':
+			break;
+		}
+		if (!*end || (*end == '.' && (!end[1] || end[1] == '/')))
+			return 1;
+	}
+	return 0;
+}
+
+// fast_realpath resolves name as glibc's realpath would and returns 1
+// with its result in *out (errno set on failure), or returns 0 when
+// glibc's realpath must do it.
+static int fast_realpath(const char *name, char *resolved, char **out) {
+	char rname[RP_BUF], extra[RP_BUF], link[RP_BUF];
+	if (tramp == NULL || name == NULL || name[0] != '/')
+		return 0;
+	char *dest = rname;
+	*dest++ = '/';
+	const char *start, *end;
+	int nlinks = 0, failed = 1;
+	for (start = name; *start; start = end) {
+		while (*start == '/')
+			start++;
+		for (end = start; *end && *end != '/'; end++)
+			;
+		size_t len = end - start;
+		if (len == 0)
+			break;
+		if (len == 1 && start[0] == '.')
+			continue;
+		if (len == 2 && start[0] == '.' && start[1] == '.') {
+			if (dest > rname + 1)
+				for (--dest; dest > rname && dest[-1] != '/'; --dest)
+					;
+			continue;
+		}
+		if (dest[-1] != '/')
+			*dest++ = '/';
+		if (dest + len + 1 >= rname + RP_BUF)
+			return 0;
+		memcpy(dest, start, len);
+		dest += len;
+		*dest = 0;
+		if (!local(rname))
+			return 0;
+		long n = tramp(SYS_readlink, (long)rname, (long)link, RP_BUF - 1, 0, 0, 0);
+		if (n >= RP_BUF - 1)
+			return 0;
+		if (n >= 0) {
+			if (++nlinks > ELOOP_THRESHOLD) {
+				errno = ELOOP;
+				goto error;
+			}
+			link[n] = 0;
+			size_t rest = strlen(end);
+			if (n + rest >= RP_BUF)
+				return 0;
+			memmove(&extra[n], end, rest + 1);
+			end = memcpy(extra, link, n);
+			if (link[0] == '/')
+				dest = rname + 1;
+			else if (dest > rname + 1)
+				for (--dest; dest > rname && dest[-1] != '/'; --dest)
+					;
+		} else if (n != -EINVAL) {
+			errno = -n;
+			goto error;
+		} else {
+			errno = EINVAL; // as glibc's readlink leaves it
+			if (suffix_requires_dir_check(end)) {
+				// glibc's dir_check: faccessat(name "/", F_OK, AT_EACCESS).
+				if (dest + 2 > rname + RP_BUF)
+					return 0;
+				dest[0] = '/';
+				dest[1] = 0;
+				long r = tramp(SYS_faccessat2, AT_FDCWD, (long)rname, F_OK, AT_EACCESS, 0, 0);
+				if (r == -ENOSYS)
+					return 0;
+				if (r < 0) {
+					errno = -r;
+					goto error;
+				}
+			}
+		}
+	}
+	if (dest > rname + 1 && dest[-1] == '/')
+		--dest;
+	failed = 0;
+error:
+	*dest++ = 0;
+	if (resolved != NULL) {
+		// glibc copies what it has on failure too, when the name
+		// does not exist or cannot be reached.
+		if (!failed || errno == ENOENT || errno == EACCES)
+			strcpy(resolved, rname);
+		*out = failed ? NULL : resolved;
+		return 1;
+	}
+	if (failed) {
+		*out = NULL;
+		return 1;
+	}
+	*out = malloc(dest - rname);
+	if (*out != NULL)
+		memcpy(*out, rname, dest - rname);
+	return 1; // malloc set ENOMEM
+}
+
+char *realpath(const char *name, char *resolved) {
+	char *out;
+	if (fast_realpath(name, resolved, &out))
+		return out;
+	if (next_realpath == NULL) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	return next_realpath(name, resolved);
+}
+
+char *canonicalize_file_name(const char *name) {
+	return realpath(name, NULL);
+}
+
+// __realpath_chk is realpath under _FORTIFY_SOURCE (make); a buffer
+// shorter than PATH_MAX is glibc's to report.
+char *__realpath_chk(const char *name, char *resolved, size_t resolvedlen) {
+	if (resolvedlen < PATH_MAX && next_realpath_chk != NULL)
+		return next_realpath_chk(name, resolved, resolvedlen);
+	return realpath(name, resolved);
 }
