@@ -30,6 +30,11 @@
 // than a millisecond (a blocked open), another receiver takes over, so a
 // blocked open never holds up other calls for long.
 //
+// Dynamically linked programs skip even that trap for most local names:
+// the fast path (fastpath.go) preloads a library that makes the calls on
+// names the cheap tests find local from a trampoline the filter lets
+// through.
+//
 // A path inside the prefix is served. open, openat, openat2 and creat call
 // the node's Open with the target as Caller; a handle that is an
 // ns.KernelObject (a connected socket) is given to the target as the real
