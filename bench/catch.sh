@@ -14,8 +14,10 @@
 #   (a) the open/stat-heavy scan: cat every header under /usr/include
 #       (find -exec cat) and ls -lR /usr/share/doc, one after the other
 #       in one shell (~25 000 path calls), and each half on its own
-#       (PRoot only on the whole scan: it takes ~40x as long);
-#   (b) make -B of a C project of 20 files;
+#       (PRoot only on the whole scan: it takes ~40x as long), and the
+#       whole scan with the fast path off (--fast-path=false: every call
+#       traps, as for a static program);
+#   (b) make -B of a C project of 20 files (also with the fast path off);
 #   (c) connection setup: open("/net/tcp/127.0.0.1:PORT") + close under
 #       wirefs run vs socket+connect+close natively (bench/nb.c, median
 #       of 500 per run), and under a minimal C supervisor that does only
@@ -26,8 +28,9 @@
 #
 # Part 2, the floor: stat(2) of a local file in a loop (bench/catchfloor.c)
 # natively, under a minimal C supervisor (receive, CONTINUE; with and
-# without reading the path) and under wirefs run: the kernel's round trip,
-# the read of the path and what the Go supervisor adds, per call.
+# without reading the path) and under wirefs run with the fast path off
+# (every call traps) and on: the kernel's round trip, the read of the path
+# and what the Go supervisor adds, per call.
 #
 # Part 3, the breakdown: `wirefs run --timing` (supervisor time per phase)
 # for the scan and for the connection rows.
@@ -52,6 +55,7 @@ cc -O2 -Wall -o "$OUT/nb" bench/nb.c -lpthread
 cc -O2 -Wall -o "$OUT/catchfloor" bench/catchfloor.c
 NB=$OUT/nb CF=$OUT/catchfloor
 RUN=("$WF" run --cache-dir "$OUT/cache" --)
+RUNNF=("$WF" run --fast-path=false --cache-dir "$OUT/cache" --) # every call traps: static programs' case
 RUNB=()
 [ -z "$BEFORE" ] || RUNB=("$BEFORE" run --cache-dir "$OUT/cache" --)
 
@@ -109,19 +113,22 @@ if [ -n "$BEFORE" ]; then hdr="$hdr before | ratio |"; sep="$sep---|---|"; fi
 echo "$hdr PRoot | ratio | target |"
 echo "$sep---|---|---|"
 
-row() { # NAME TARGET CMD [noproot]
-	local n=() w=() b=() p=()
+row() { # NAME TARGET CMD [noproot|nofast]: nofast runs wirefs without the fast path, and no before or PRoot
+	local n=() w=() b=() p=() run=("${RUN[@]}")
+	[ "${4:-}" != nofast ] || run=("${RUNNF[@]}")
 	for _ in $(seq "$RUNS"); do
 		n+=("$(secs bash -c "$3")")
-		w+=("$(secs "${RUN[@]}" bash -c "$3")")
-		[ -z "$BEFORE" ] || b+=("$(secs "${RUNB[@]}" bash -c "$3")")
+		w+=("$(secs "${run[@]}" bash -c "$3")")
+		[ -z "$BEFORE" ] || [ "${4:-}" = nofast ] || b+=("$(secs "${RUNB[@]}" bash -c "$3")")
 		[ -z "$PROOT" ] || [ -n "${4:-}" ] || p+=("$(secs "$PROOT" bash -c "$3")")
 	done
 	local nm wm line
 	nm=$(printf '%s\n' "${n[@]}" | med)
 	wm=$(printf '%s\n' "${w[@]}" | med)
 	line="| $1 | $nm s | $wm s | $(ratio "$wm" "$nm")x |"
-	if [ -n "$BEFORE" ]; then
+	if [ -n "$BEFORE" ] && [ "${4:-}" = nofast ]; then
+		line="$line | |"
+	elif [ -n "$BEFORE" ]; then
 		local bm
 		bm=$(printf '%s\n' "${b[@]}" | med)
 		line="$line $bm s | $(ratio "$bm" "$nm")x |"
@@ -139,6 +146,8 @@ row "(a) the scan: headers, then ls -lR" "≤ 1.6x" "$SCAN; $LSR"
 row "(a) cat every header under /usr/include" "" "$SCAN" noproot
 row "(a) ls -lR /usr/share/doc" "" "$LSR" noproot
 row "(b) make -B, 20 C files" "≤ 1.1x" "$MAKE"
+row "(a) the scan, fast path off (every call traps, as for static programs)" "" "$SCAN; $LSR" nofast
+row "(b) make -B, fast path off" "" "$MAKE" nofast
 
 # (c), (d): servers: drain (connection setup), sink (1 GiB, then a 1-byte ack).
 start_server() { # MODE PORT BYTES
@@ -196,20 +205,23 @@ echo
 
 # --- Part 2: the floor ----------------------------------------------------
 N=100000
-nat=() flo=() flr=() wfs=()
+nat=() flo=() flr=() wfs=() wff=()
 for _ in $(seq "$RUNS"); do
 	nat+=("$(first "$CF" loop $((2 * N)))")
 	flr+=("$(first "$CF" floor $N sync noread)")
 	flo+=("$(first "$CF" floor $N sync)")
-	wfs+=("$(first "${RUN[@]}" "$CF" loop $N)")
+	wfs+=("$(first "${RUNNF[@]}" "$CF" loop $N)")
+	wff+=("$(first "${RUN[@]}" "$CF" loop $N)")
 done
 nm=$(printf '%s\n' "${nat[@]}" | med) rm=$(printf '%s\n' "${flr[@]}" | med)
 fm=$(printf '%s\n' "${flo[@]}" | med) wm=$(printf '%s\n' "${wfs[@]}" | med)
-echo "Per trapped call: stat(2) of a local file in a loop, median of $RUNS runs of $N calls (µs per call)."
+ffm=$(printf '%s\n' "${wff[@]}" | med)
+echo "Per trapped call: stat(2) of a local file in a loop, median of $RUNS runs of $N calls (µs per call);"
+echo "\"wirefs run, trapped\" is --fast-path=false (a static program's case), \"fast path\" the default."
 echo
-echo "| native | C supervisor: receive + CONTINUE | + read the path | wirefs run | kernel round trip | read of the path | Go supervisor beyond the C one |"
-echo "|---|---|---|---|---|---|---|"
-echo "| $(us "$nm") | $(us "$rm") | $(us "$fm") | $(us "$wm") | $(us "$rm" "$nm") | $(us "$fm" "$rm") | $(us "$wm" "$fm") |"
+echo "| native | C supervisor: receive + CONTINUE | + read the path | wirefs run, trapped | wirefs run, fast path | kernel round trip | read of the path | Go supervisor beyond the C one |"
+echo "|---|---|---|---|---|---|---|---|"
+echo "| $(us "$nm") | $(us "$rm") | $(us "$fm") | $(us "$wm") | $(us "$ffm") | $(us "$rm" "$nm") | $(us "$fm" "$rm") | $(us "$wm" "$fm") |"
 echo
 
 # --- Part 3: the breakdown ------------------------------------------------
