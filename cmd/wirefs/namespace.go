@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -77,10 +78,10 @@ func (c *nsConfig) addFlags(fl *pflag.FlagSet) {
 type daemonNamespace struct {
 	ns       *ns.Namespace
 	resolver *resolve.Resolver
-	files    *cache.Cache
-	vifs     *vif.Provider      // vif/ and proc/: seed 003's VIFs
-	splices  *splicefs.Provider // splice/: seed 002's splices
-	portals  *portal.Provider   // the mounts file's portal lines
+	files    *onUse[*cache.Cache]
+	vifs     *onUse[*vif.Provider] // vif/ and proc/: seed 003's VIFs
+	splices  *splicefs.Provider    // splice/: seed 002's splices
+	portals  *portal.Provider      // the mounts file's portal lines
 	// roots are the top-level names of remote files: the protocol roots
 	// and the user's mount points (the catcher shows them at "/" too).
 	roots []string
@@ -89,9 +90,62 @@ type daemonNamespace struct {
 	kernel func()
 }
 
+// onUse is a part of the namespace started on its first use: opening the
+// cache directory (locks, recovery of its slots) and the VIF provider's
+// start (netlink, cgroups, leftovers) cost a short command such as
+// "wirefs splice FILE tcp/HOST:PORT" a few milliseconds that it never
+// needs.
+type onUse[T any] struct {
+	mu      sync.Mutex
+	start   func() (T, error)
+	v       T
+	err     error
+	started bool
+}
+
+func (o *onUse[T]) get() (T, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.started {
+		o.v, o.err = o.start()
+		o.started = true
+	}
+	return o.v, o.err
+}
+
+// ifStarted is the part if it has been started (and did not fail).
+func (o *onUse[T]) ifStarted() (T, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.v, o.started && o.err == nil
+}
+
+// mountOnUse mounts at prefix the directory of part, started on the first
+// resolution through prefix.
+func mountOnUse(n *ns.Namespace, prefix string, part *onUse[ns.Dir]) {
+	n.MountLazy(prefix, func() (ns.Node, error) { return part.get() })
+}
+
 // buildNamespace mounts the providers at their implicit roots (one per
-// protocol of reg) and the user's mount points from the config file.
+// protocol of reg) and the user's mount points from the config file, and
+// starts the cache and the VIF provider: a daemon finds a cache directory
+// it cannot use, and leftovers of VIFs, when it starts.
 func buildNamespace(c nsConfig, reg *protocols.Registry, log *slog.Logger) (*daemonNamespace, error) {
+	d, err := lazyNamespace(c, reg, log)
+	if err != nil {
+		return nil, err
+	}
+	d.vifs.get()
+	if _, err := d.files.get(); err != nil {
+		d.close(log)
+		return nil, err
+	}
+	return d, nil
+}
+
+// lazyNamespace is buildNamespace with the cache and the VIF provider
+// started on first use (wirefs splice: most splices use neither).
+func lazyNamespace(c nsConfig, reg *protocols.Registry, log *slog.Logger) (*daemonNamespace, error) {
 	// Without a home (a service with no $HOME) the network still works:
 	// remote files just find no ~/.ssh, ~/.netrc or mount-point file.
 	home, _ := os.UserHomeDir()
@@ -114,28 +168,6 @@ func buildNamespace(c nsConfig, reg *protocols.Registry, log *slog.Logger) (*dae
 	if err != nil {
 		return nil, err
 	}
-	dir := c.cacheDir
-	if dir == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			base = filepath.Join(os.TempDir(), fmt.Sprintf("wirefs-%d", os.Getuid()))
-		}
-		dir = filepath.Join(base, "wirefs")
-	}
-	files, err := cache.New(dir, limit, log)
-	if err != nil && c.cacheDir == "" {
-		// A user whose home cannot be written (nobody) still gets the
-		// network; remote files are then cached in a fresh private
-		// directory, whose dirty data a crash would lose.
-		tmp, terr := os.MkdirTemp("", "wirefs-cache-")
-		if terr == nil {
-			log.Warn("the cache directory cannot be used; caching remote files in a temporary directory", "dir", dir, "err", err, "instead", tmp)
-			files, err = cache.New(tmp, limit, log)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cache %s: %v", dir, err)
-	}
 	var table config.Table
 	file, required := c.configFile, c.configFile != ""
 	if file == "" && (home != "" || os.Getenv("XDG_CONFIG_HOME") != "") {
@@ -156,22 +188,38 @@ func buildNamespace(c nsConfig, reg *protocols.Registry, log *slog.Logger) (*dae
 	}
 
 	streams := netstream.New(res, c.connectTimeout, log)
-	d := &daemonNamespace{ns: ns.New(), resolver: res, files: files}
+	d := &daemonNamespace{ns: ns.New(), resolver: res}
+	d.files = &onUse[*cache.Cache]{start: func() (*cache.Cache, error) { return openCache(c.cacheDir, limit, log) }}
 	d.ns.Mount("tcp", streams.TCP())
 	d.ns.Mount("udp", streams.UDP())
 	d.ns.Mount("dns", dns.Dir(res))
-	d.ns.Mount(".wirefs", ctl.Dir(streams.Live, d.dropCaches, files.WriteStatus))
+	d.ns.Mount(".wirefs", ctl.Dir(streams.Live, d.dropCaches, d.writeCacheStatus))
 	d.splices = splicefs.New(d.ns, log)
 	d.ns.Mount("splice", d.splices.Dir())
-	d.vifs = newVIF(log)
-	d.ns.Mount("vif", d.vifs.VIFDir())
-	d.ns.Mount("proc", d.vifs.ProcDir())
+	d.vifs = &onUse[*vif.Provider]{start: func() (*vif.Provider, error) { return newVIF(log), nil }}
+	for prefix, dir := range map[string]func(*vif.Provider) ns.Dir{"vif": (*vif.Provider).VIFDir, "proc": (*vif.Provider).ProcDir} {
+		mountOnUse(d.ns, prefix, &onUse[ns.Dir]{start: func() (ns.Dir, error) {
+			v, _ := d.vifs.get() // never fails: a provider without rights is read-only
+			return dir(v), nil
+		}})
+	}
 
 	cli := c.options()
-	servers := map[string]ns.Dir{}
+	// The remote roots of one protocol and the mount points that share
+	// its options share its sessions, made with the cache.
+	remoteRoot := func(name string, p protocols.Protocol, o config.Options) *onUse[ns.Dir] {
+		return &onUse[ns.Dir]{start: func() (ns.Dir, error) {
+			files, err := d.files.get()
+			if err != nil {
+				return nil, err
+			}
+			return files.Servers(name, p.Dial, remoteOptions(home, p, o, log), cacheOptions(p, o, table.Files)), nil
+		}}
+	}
+	servers := map[string]*onUse[ns.Dir]{}
 	for _, p := range reg.All() {
-		servers[p.Scheme] = files.Servers(p.Scheme, p.Dial, remoteOptions(home, p, cli, log), cacheOptions(p, cli, table.Files))
-		d.ns.Mount(p.Scheme, servers[p.Scheme])
+		servers[p.Scheme] = remoteRoot(p.Scheme, p, cli)
+		mountOnUse(d.ns, p.Scheme, servers[p.Scheme])
 		d.roots = append(d.roots, p.Scheme)
 	}
 	for _, m := range table.Mounts {
@@ -179,10 +227,15 @@ func buildNamespace(c nsConfig, reg *protocols.Registry, log *slog.Logger) (*dae
 		root := servers[m.Root.Scheme]
 		if !m.Opts.Empty() {
 			p, _ := reg.Lookup(m.Root.Scheme) // the parser checked it
-			o := m.Opts.Over(cli)
-			root = files.Servers(m.Root.Scheme+"@"+m.Prefix, p.Dial, remoteOptions(home, p, o, log), cacheOptions(p, o, table.Files))
+			root = remoteRoot(m.Root.Scheme+"@"+m.Prefix, p, m.Opts.Over(cli))
 		}
-		d.ns.Mount(m.Prefix, ns.Alias(root, m.Root.Server+m.Root.Path))
+		mountOnUse(d.ns, m.Prefix, &onUse[ns.Dir]{start: func() (ns.Dir, error) {
+			dir, err := root.get()
+			if err != nil {
+				return nil, err
+			}
+			return ns.Alias(dir, m.Root.Server+m.Root.Path), nil
+		}})
 		d.roots = append(d.roots, m.Prefix)
 		log.Debug("mount point", "prefix", "/"+m.Prefix, "root", m.Root.String(), "line", m.Line)
 	}
@@ -197,6 +250,34 @@ func buildNamespace(c nsConfig, reg *protocols.Registry, log *slog.Logger) (*dae
 		log.Debug("portal", "prefix", "/"+p.Prefix, "provider", p.Provider, "line", p.Line)
 	}
 	return d, nil
+}
+
+// openCache opens the cache of remote files in dir, or in the user's
+// cache directory when dir is "".
+func openCache(dir string, limit int64, log *slog.Logger) (*cache.Cache, error) {
+	explicit := dir != ""
+	if !explicit {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = filepath.Join(os.TempDir(), fmt.Sprintf("wirefs-%d", os.Getuid()))
+		}
+		dir = filepath.Join(base, "wirefs")
+	}
+	files, err := cache.New(dir, limit, log)
+	if err != nil && !explicit {
+		// A user whose home cannot be written (nobody) still gets the
+		// network; remote files are then cached in a fresh private
+		// directory, whose dirty data a crash would lose.
+		tmp, terr := os.MkdirTemp("", "wirefs-cache-")
+		if terr == nil {
+			log.Warn("the cache directory cannot be used; caching remote files in a temporary directory", "dir", dir, "err", err, "instead", tmp)
+			files, err = cache.New(tmp, limit, log)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cache %s: %v", dir, err)
+	}
+	return files, nil
 }
 
 // resolver is the resolver the options ask for.
@@ -303,7 +384,9 @@ func (d *daemonNamespace) onDrop(kernel func()) {
 // kernel cached of them.
 func (d *daemonNamespace) dropCaches() {
 	d.resolver.Flush()
-	d.files.Drop()
+	if files, ok := d.files.ifStarted(); ok {
+		files.Drop()
+	}
 	d.mu.Lock()
 	kernel := d.kernel
 	d.mu.Unlock()
@@ -315,11 +398,27 @@ func (d *daemonNamespace) dropCaches() {
 // close writes back what is pending and ends remote sessions.
 func (d *daemonNamespace) close(log *slog.Logger) {
 	d.splices.Close() // before the ends' providers
-	d.portals.Close()
-	if err := d.files.Close(); err != nil {
-		log.Warn("closing the cache", "err", err)
+	if d.portals != nil {
+		d.portals.Close()
 	}
-	if err := d.vifs.Close(); err != nil {
-		log.Warn("removing the VIFs", "err", err)
+	if files, ok := d.files.ifStarted(); ok {
+		if err := files.Close(); err != nil {
+			log.Warn("closing the cache", "err", err)
+		}
 	}
+	if vifs, ok := d.vifs.ifStarted(); ok {
+		if err := vifs.Close(); err != nil {
+			log.Warn("removing the VIFs", "err", err)
+		}
+	}
+}
+
+// writeCacheStatus is .wirefs/status's report of the cache (which it
+// starts: the file says what the cache holds).
+func (d *daemonNamespace) writeCacheStatus(w io.Writer) error {
+	files, err := d.files.get()
+	if err != nil {
+		return err
+	}
+	return files.WriteStatus(w)
 }

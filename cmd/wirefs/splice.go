@@ -364,7 +364,7 @@ func (op *opener) namespace() (*daemonNamespace, error) {
 	}
 	op.nsOnce.Do(func() {
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		op.nsDone.d, op.nsDone.err = buildNamespace(op.o.ns, op.reg, log)
+		op.nsDone.d, op.nsDone.err = lazyNamespace(op.o.ns, op.reg, log)
 		if op.nsDone.err == nil {
 			d := op.nsDone.d
 			op.nsClose = func() { d.close(log) }

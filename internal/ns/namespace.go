@@ -6,6 +6,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -30,6 +31,38 @@ func New() *Namespace {
 // same prefix replaces the earlier one.
 func (n *Namespace) Mount(prefix string, node Node) {
 	n.mounts[clean(prefix)] = node
+}
+
+// MountLazy attaches at prefix the node that build returns, called once,
+// the first time a path through prefix is resolved: a provider whose start
+// costs (a cache directory to recover, VIF state to clean up) is then paid
+// for only by what uses it, not by a short command that never does. Its
+// error is every resolution's error.
+func (n *Namespace) MountLazy(prefix string, build func() (Node, error)) {
+	n.mounts[clean(prefix)] = &lazyMount{build: build}
+}
+
+// lazyMount is a node of MountLazy, made on first use.
+type lazyMount struct {
+	once  sync.Once
+	build func() (Node, error)
+	node  Node
+	err   error
+}
+
+// Attr is the made node's (Lookup hands out the made node, never a
+// lazyMount; Attr makes it a Node for the mount table).
+func (l *lazyMount) Attr(ctx context.Context) (Attr, error) {
+	n, err := l.get()
+	if err != nil {
+		return Attr{}, err
+	}
+	return n.Attr(ctx)
+}
+
+func (l *lazyMount) get() (Node, error) {
+	l.once.Do(func() { l.node, l.err = l.build() })
+	return l.node, l.err
 }
 
 // Root returns the namespace's root directory.
@@ -98,6 +131,12 @@ func (d *tableDir) Lookup(ctx context.Context, name string) (Node, error) {
 	full := d.join(name)
 	var here Node
 	if m, ok := d.ns.mounts[full]; ok {
+		if l, lazy := m.(*lazyMount); lazy {
+			var err error
+			if m, err = l.get(); err != nil {
+				return nil, err
+			}
+		}
 		here = m
 	} else if d.under != nil {
 		n, err := d.under.Lookup(ctx, name)

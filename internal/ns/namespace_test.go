@@ -283,6 +283,42 @@ func TestMountReplaces(t *testing.T) {
 	}
 }
 
+// A lazy mount is made on the first resolution through it, once, and not
+// by resolving other mounts; its error is the resolution's.
+func TestMountLazy(t *testing.T) {
+	n := New()
+	n.Mount("tcp", newFakeDir("tcp", 1, "h:80"))
+	made := 0
+	sftp := newFakeDir("sftp", 2, "f")
+	n.MountLazy("sftp", func() (Node, error) {
+		made++
+		return sftp, nil
+	})
+	n.MountLazy("vif", func() (Node, error) {
+		return nil, Errorf(syscall.EACCES, "vif: refused")
+	})
+	ctx := context.Background()
+	if _, err := n.Resolve(ctx, "tcp/h:80"); err != nil || made != 0 {
+		t.Fatalf("Resolve(tcp/h:80) = %v, made %d times; want nil, 0", err, made)
+	}
+	for range 2 {
+		got, err := n.Resolve(ctx, "sftp/f")
+		if err != nil || got != sftp.children["f"] {
+			t.Fatalf("Resolve(sftp/f) = %v, %v", got, err)
+		}
+	}
+	if made != 1 {
+		t.Fatalf("made %d times, want 1", made)
+	}
+	if _, err := n.Resolve(ctx, "vif/x"); Errno(err) != syscall.EACCES {
+		t.Fatalf("Resolve(vif/x) = %v, want EACCES", err)
+	}
+	ents, err := n.Root().ReadDir(ctx)
+	if err != nil || names(ents) != "sftp tcp" {
+		t.Fatalf("root lists %q, %v; want the mounts that could be made", names(ents), err)
+	}
+}
+
 func TestErrorType(t *testing.T) {
 	err := Errorf(syscall.ECONNREFUSED, "tcp/%s: refused", "h:1")
 	if err.Error() != "tcp/h:1: refused" {
