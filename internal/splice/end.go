@@ -9,8 +9,9 @@
 // An end that is served by a daemon (an ns.Handle that is not an
 // ns.KernelObject) has no fd: its bytes are copied through user space,
 // and the transfer says so (Stats.UserCopy). Every blocking step waits in
-// Go's poller and honours its context: cancelling it wakes the transfer,
-// which returns the context's error.
+// Go's poller, or in the kernel on a thread that a cancellation signals,
+// and honours its context: cancelling it wakes the transfer, which
+// returns the context's error.
 package splice
 
 import (
@@ -19,6 +20,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,6 +60,10 @@ type End struct {
 
 	closeWrite func() error
 	noSplice   bool // the kernel refused a splice here: copy in user space
+
+	// kernelTID is the thread of a call of the end that waits in the
+	// kernel (inKernel), 0 when there is none: wake interrupts it.
+	kernelTID atomic.Int32
 }
 
 // deadliner is what both *os.File and net.Conn offer.
@@ -191,13 +198,48 @@ func (e *End) CloseWrite() error {
 }
 
 // wake sets the end's deadlines in the past, which wakes a call waiting
-// in the poller; ends that cannot have deadlines (regular files) never
-// wait.
+// in the poller, and interrupts a call waiting in the kernel; ends that
+// cannot have deadlines (regular files) never wait.
 func (e *End) wake() {
 	if e.deadline != nil {
 		past := time.Unix(1, 0)
 		e.deadline.SetReadDeadline(past)
 		e.deadline.SetWriteDeadline(past)
+	}
+	e.interrupt()
+}
+
+// inKernel runs call, a blocking call of the end in waitInKernel's mode,
+// on a thread that wake can signal, until it moves something, fails, or
+// ctx ends. The signal is SIGURG, the one Go's runtime preempts threads
+// with (its handler ignores one that preempts nothing); the send timeout
+// makes the kernel return EINTR for it, where without a timeout it would
+// restart the wait.
+func (e *End) inKernel(ctx context.Context, call func() (int, error)) (int, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	e.kernelTID.Store(int32(unix.Gettid()))
+	defer e.kernelTID.Store(0)
+	// Stored before ctx is looked at: either this sees the cancellation
+	// or interrupt sees the thread.
+	for ctx.Err() == nil {
+		n, err := call()
+		if err != unix.EINTR && err != unix.EAGAIN {
+			return n, err
+		}
+		// A signal, or kernelWait without progress: a look at ctx.
+	}
+	return 0, ctx.Err()
+}
+
+// interrupt signals the thread of a call of the end waiting in the
+// kernel, again every millisecond until the call has returned: a signal
+// that lands just before the call starts to wait does not stop it.
+func (e *End) interrupt() {
+	pid := unix.Getpid()
+	for tid := e.kernelTID.Load(); tid != 0; tid = e.kernelTID.Load() {
+		unix.Tgkill(pid, int(tid), unix.SIGURG)
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -261,8 +303,9 @@ func Cause(err error) string {
 	return err.Error()
 }
 
-// kernelWait bounds each blocking call of an end that waits in the
-// kernel (waitInKernel): how late a cancellation is seen.
+// kernelWait is the send timeout of an end that waits in the kernel
+// (waitInKernel), and how long a call that nothing can interrupt
+// (copy_file_range) lasts: how late a cancellation is seen.
 const kernelWait = 100 * time.Millisecond
 
 // waitInKernel puts a socket end in blocking mode with a send timeout of
@@ -270,7 +313,8 @@ const kernelWait = 100 * time.Millisecond
 // call, as a C loop does: waiting in Go's poller instead costs an EAGAIN,
 // a netpoll event and a goroutine switch (often a wake-up of another CPU)
 // each time the socket buffer fills, 1.8× the C loop's CPU on a shaped
-// link. Nagle's algorithm is on meanwhile (a C socket's default; Go and
+// link. A cancellation interrupts the call (inKernel); the timeout is
+// the fallback that brings it back to look at its context. Nagle's algorithm is on meanwhile (a C socket's default; Go and
 // netstream turn it off): without it the kernel pushes a segment as each
 // piece of the file lands in the socket, ~10 % more CPU on the shaped
 // link, where the stream's end is the only place it could delay. Only

@@ -155,21 +155,29 @@ func copyOne(ctx context.Context, src, dst *End, o Options) (int64, error) {
 // fastChunk is the most one unpaced sendfile or copy_file_range asks
 // for; minFastChunk the least, and the first call's size.
 const (
-	fastChunk    = 16 << 20
+	fastChunk    = 1 << 30
 	minFastChunk = 64 << 10
 )
 
+// progressEvery is about how long one unpaced sendfile that waits in the
+// kernel lasts: a cancellation interrupts it (End.interrupt), so its size
+// only says how often the transfer's Stats move. Every call that waits
+// costs the Go runtime a few dozen wake-ups of its monitor thread (sysmon
+// polls at 20 µs for a millisecond after a syscall that blocked), so the
+// fewer, the closer to a C sendfile loop.
+const progressEvery = time.Second
+
 // nextFastChunk sizes the next unpaced call after one that moved n bytes
-// in d: about kernelWait's worth at the rate it went, at most twice n,
-// within [minFastChunk, fastChunk], so that a cancellation or a pause,
-// seen between calls, waits about that long on any link (a 16 MiB call
-// took 13 s at 10 Mbit/s, and so did Ctrl-C). Twice n at most: a call
-// that only filled the socket buffer returns at once, which says nothing
-// of the link's rate.
-func nextFastChunk(n int, d time.Duration) int {
+// in d: about per's worth at the rate it went, at most twice n, within
+// [minFastChunk, fastChunk]. per is how late a cancellation or a pause is
+// seen when nothing interrupts the call (copy_file_range: a 16 MiB call
+// took 13 s at 10 Mbit/s, and so did Ctrl-C), or progressEvery. Twice n at
+// most: a call that only filled the socket buffer returns at once, which
+// says nothing of the link's rate.
+func nextFastChunk(n int, d, per time.Duration) int {
 	next := 2 * n
 	if d > 0 {
-		next = min(next, int(float64(n)*kernelWait.Seconds()/d.Seconds()))
+		next = min(next, int(float64(n)*per.Seconds()/d.Seconds()))
 	}
 	return min(fastChunk, max(minFastChunk, next))
 }
@@ -178,12 +186,11 @@ func nextFastChunk(n int, d time.Duration) int {
 // step moves up to max bytes and returns 0 at the end of src. When the
 // kernel refuses the very first step, ok is false and the caller takes
 // the pipe path.
-func fast(ctx context.Context, name string, src, dst *End, o Options,
+func fast(ctx context.Context, name string, src, dst *End, o Options, per time.Duration,
 	step func(max int) (int, error)) (moved int64, err error, ok bool) {
 	// Unpaced, one call may move much more than a block: the kernel
-	// loops inside it, as a C sendfile loop would, for about kernelWait
-	// (nextFastChunk), so that it still returns often enough to see a
-	// cancellation.
+	// loops inside it, as a C sendfile loop would, for about per
+	// (nextFastChunk).
 	block := o.block()
 	if o.Pacer == nil {
 		block = minFastChunk
@@ -193,7 +200,7 @@ func fast(ctx context.Context, name string, src, dst *End, o Options,
 		start := time.Now()
 		n, err := step(chunk)
 		if o.Pacer == nil {
-			block = nextFastChunk(n, time.Since(start))
+			block = nextFastChunk(n, time.Since(start), per)
 		}
 		if err != nil {
 			if moved == 0 && unsupported(err) {
@@ -228,25 +235,29 @@ func sendfile(ctx context.Context, src, dst *End, o Options) (int64, error, bool
 			defer restore()
 		}
 	}
-	return fast(ctx, "sendfile", src, dst, o, func(max int) (int, error) {
+	if inKernel {
+		return fast(ctx, "sendfile", src, dst, o, progressEvery, func(max int) (int, error) {
+			var n int
+			var serr, werr error
+			cerr := src.rc.Control(func(sfd uintptr) {
+				werr = dst.rc.Control(func(dfd uintptr) {
+					n, serr = dst.inKernel(ctx, func() (int, error) {
+						off := src.off
+						return unix.Sendfile(int(dfd), int(sfd), &off, max)
+					})
+				})
+			})
+			if err := errors.Join(cerr, werr, serr); err != nil {
+				return 0, err
+			}
+			src.off += int64(n)
+			return n, nil
+		})
+	}
+	return fast(ctx, "sendfile", src, dst, o, kernelWait, func(max int) (int, error) {
 		var n int
 		var serr, werr error
 		cerr := src.rc.Control(func(sfd uintptr) {
-			if inKernel {
-				werr = dst.rc.Control(func(dfd uintptr) {
-					for {
-						off := src.off
-						n, serr = unix.Sendfile(int(dfd), int(sfd), &off, max)
-						if serr == unix.EAGAIN && ctx.Err() == nil {
-							continue // the send timeout: a look at ctx
-						}
-						if serr != unix.EINTR {
-							break
-						}
-					}
-				})
-				return
-			}
 			werr = dst.rc.Write(func(dfd uintptr) bool {
 				for {
 					off := src.off
@@ -267,7 +278,7 @@ func sendfile(ctx context.Context, src, dst *End, o Options) (int64, error, bool
 }
 
 func copyFileRange(ctx context.Context, src, dst *End, o Options) (int64, error, bool) {
-	return fast(ctx, "copy_file_range", src, dst, o, func(max int) (int, error) {
+	return fast(ctx, "copy_file_range", src, dst, o, kernelWait, func(max int) (int, error) {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
