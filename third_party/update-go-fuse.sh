@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Re-creates third_party/go-fuse: upstream go-fuse VERSION (default: the one
-# in go.mod's require line) with go-fuse-poll.patch applied.
+# in go.mod's require line) with the go-fuse-*.patch files applied, in the
+# order README.md lists them.
 set -euo pipefail
 cd "$(dirname "$0")"
 version=${1:-$(cd .. && go list -m -f '{{.Version}}' github.com/hanwen/go-fuse/v2 2>/dev/null || true)}
@@ -9,5 +10,6 @@ src=$(cd .. && GOFLAGS=-mod=mod go mod download -json "github.com/hanwen/go-fuse
 rm -rf go-fuse
 cp -r "$src" go-fuse
 chmod -R u+w go-fuse
-patch -d go-fuse -p1 < go-fuse-poll.patch
-echo "third_party/go-fuse: go-fuse $version + go-fuse-poll.patch"
+patches="go-fuse-poll.patch go-fuse-nonblock.patch"
+for p in $patches; do patch -d go-fuse -p1 < "$p"; done
+echo "third_party/go-fuse: go-fuse $version + $patches"

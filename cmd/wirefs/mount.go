@@ -116,6 +116,7 @@ func (o *mountOptions) mount(arg string, args []string) error {
 	log := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 
+	daemonProcs()
 	d, err := buildNamespace(o.ns, o.protocols, log)
 	if err != nil {
 		ready(err)

@@ -52,6 +52,14 @@ type fuseFD struct {
 // Ownership of fd passes to the returned fuseFD's *os.File. All shared
 // state (pools, buffer pool, accounting constants) is wired up here.
 func (ms *Server) newFuseFD(fd int) (*fuseFD, error) {
+	// Non-blocking, so that os.NewFile registers the fd with the
+	// runtime's poller: an idle reader parks its goroutine instead of
+	// holding a thread in read(2), which the runtime's sysmon would
+	// otherwise have to take the P from, again and again.
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		syscall.Close(fd)
+		return nil, err
+	}
 	file := os.NewFile(uintptr(fd), "/dev/fuse")
 	conn, err := file.SyscallConn()
 	if err != nil {
@@ -115,8 +123,9 @@ func (r *fuseFD) readRequest() (req *requestAlloc, code Status) {
 	var n int
 	err := handleEINTR(func() error {
 		var err error
-		if cerr := r.withFD(func(fd int) {
-			n, err = syscall.Read(fd, dest)
+		if cerr := r.conn.Read(func(fd uintptr) bool {
+			n, err = syscall.Read(int(fd), dest)
+			return err != syscall.EAGAIN
 		}); cerr != nil {
 			return cerr
 		}
