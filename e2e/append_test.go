@@ -121,3 +121,33 @@ func TestAppendsFromSeveralDaemons(t *testing.T) {
 		t.Errorf("the daemons did not take cache slots of their own")
 	}
 }
+
+// TestAppendAfterRotation: a log that a shell appends to through the
+// mount is rotated on the server (mv log log.1, as logrotate does) while
+// the mount still trusts what it knows of it; the lines echoed after the
+// rotation start a new log on the server, as through sshfs, instead of
+// staying in the cache refused (bash's `echo >>` never sees close fail),
+// and the rotated file keeps its lines.
+func TestAppendAfterRotation(t *testing.T) {
+	needFUSE(t)
+	s := testsrv.StartSSHD(t)
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	addr := testsrv.Diod(t, root)
+	m := remoteMount(t, sshHome(t, s, true))
+	for _, proto := range []string{"sftp/testhost", "9p/" + addr} {
+		name := strings.SplitN(proto, "/", 2)[0] + "-rotated.log"
+		t.Run(name, func(t *testing.T) {
+			p := m.P(proto + root + "/" + name)
+			server := filepath.Join(root, name)
+			mustOK(t, "echo before", bash(t, m, 30*time.Second, `echo one >> "$1"; echo two >> "$1"`, p))
+			if err := os.Rename(server, server+".1"); err != nil {
+				t.Fatal(err)
+			}
+			mustOK(t, "echo after", bash(t, m, 30*time.Second, `echo three >> "$1"; echo four >> "$1"`, p))
+			equal(t, "the rotated log", readFile(server+".1"), "one\ntwo\n")
+			equal(t, "the server's new log", readFile(server), "three\nfour\n")
+			equal(t, "the new log through the mount", readFile(p), "three\nfour\n")
+		})
+	}
+}

@@ -68,10 +68,14 @@ type file struct {
 	// server's version, so that a write-back sends only that
 	// (writeback.go). base is that version's length, -1 when the
 	// whole file must be sent.
-	base        int64
-	low         int64
-	changed     ranges
-	retried     bool
+	base    int64
+	low     int64
+	changed ranges
+	retried bool
+	// diverged: the server's file is not our copy plus the changes
+	// (another writer appended, or it was made anew from our appends):
+	// once clean, the copy is dropped and the server asked again.
+	diverged    bool
 	appendMu    sync.Mutex    // one O_APPEND write at a time: each takes the end
 	storing     chan struct{} // a write-back in flight; closed when it ends
 	appendAhead *openedAhead  // the server's file opened for the next append write-back (appendahead.go)

@@ -97,3 +97,46 @@ func splitPath(p string) []string {
 	}
 	return out
 }
+
+// The open/append/close cycle of a log writer (issue 16) through the cache
+// alone, without a door, from a real sshd: the daemon's cost of a cycle
+// minus FUSE's. go test -run X -bench SFTPAppendCycle -cpuprofile
+// cpu.out ./internal/cache
+func BenchmarkSFTPAppendCycle(b *testing.B) {
+	home := sshHome(b)
+	srv := b.TempDir()
+	c, err := New(filepath.Join(b.TempDir(), "cache"), 4<<30, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	d := sftpTree(b, home, srv, c, Options{}, nil)
+	_, h, err := d.(ns.Creator).Create(bg, ns.Caller{}, "log", os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h.(ns.Flusher).Flush(bg)
+	h.Close()
+	n, err := d.Lookup(bg, "log")
+	if err != nil {
+		b.Fatal(err)
+	}
+	record := []byte("0123456789012345678901234567890123456789012345678\n")
+	for b.Loop() {
+		h, err := n.(ns.Opener).Open(bg, ns.Caller{}, os.O_WRONLY|os.O_APPEND)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := h.(ns.WriterAt).WriteAt(bg, record, 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := h.(ns.Flusher).Flush(bg); err != nil {
+			b.Fatal(err)
+		}
+		h.Close()
+	}
+	b.StopTimer()
+	if st, err := os.Stat(filepath.Join(srv, "log")); err != nil || st.Size() != int64(b.N*len(record)) {
+		b.Fatalf("the server's file: %v, %v bytes; want %d", err, st.Size(), b.N*len(record))
+	}
+}

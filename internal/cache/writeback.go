@@ -46,6 +46,9 @@ type snapshot struct {
 	// after the server appended part of them: write them in place,
 	// which can be repeated, rather than append them again.
 	retried bool
+	// diverged: the server's file is not the base (file.diverged), so
+	// only appends can be sent.
+	diverged bool
 }
 
 // appendOnly reports whether s only adds bytes at the end of the base.
@@ -117,6 +120,13 @@ func (f *file) writeBack(ctx context.Context) error {
 		} else {
 			f.storedGen = max(f.storedGen, s.gen)
 		}
+		if err == nil && serverSize >= 0 && serverSize != s.size {
+			// Someone else appended too, or the file was made anew
+			// from our appends (send): our copy is not the server's
+			// file.
+			t.c.log.Debug("cache: the server's file is not our copy", "server", t.key, "path", p)
+			f.diverged = true
+		}
 		if err == nil && s.gen == f.writeGen && !f.removed {
 			setTimes, f.wantTimes = f.wantTimes, nil
 			f.dirty, f.retry = false, 0
@@ -126,14 +136,21 @@ func (f *file) writeBack(ctx context.Context) error {
 			f.version = remote.Info{Size: s.size}
 			f.info = remote.Info{Name: path.Base(p), Mode: mode, Size: s.size, Mtime: mtime,
 				Atime: f.info.Atime, Owner: f.info.Owner}
-			f.checked, f.epoch = time.Now(), t.c.epoch.Load()
-			if serverSize != s.size {
-				// Someone else appended too: our copy is not the
-				// server's file. Forget it; the next open validates.
-				t.c.log.Debug("cache: the server's file grew by another writer's appends", "server", t.key, "path", p)
+			if serverSize >= 0 {
+				f.checked, f.epoch = time.Now(), t.c.epoch.Load()
+			}
+			// An append whose server length is unknown (serverSize
+			// < 0) says nothing of what else the server's file got:
+			// trust stays as the last validation left it, so the
+			// file is asked again T_read after that, however often
+			// it is appended to (a log truncated or replaced on the
+			// server showed our copy for as long as we appended).
+			if f.diverged {
+				// Forget the copy; the next open validates.
 				f.dropDataLocked()
 				f.version = remote.Info{Size: serverSize}
-				f.info.Size, f.checked = serverSize, time.Time{}
+				f.info.Size, f.checked = max(serverSize, 0), time.Time{}
+				f.diverged = false
 			}
 			info = f.info
 			if s.base < 0 {
@@ -148,10 +165,10 @@ func (f *file) writeBack(ctx context.Context) error {
 			f.settleLocked()
 		}
 		// Written meanwhile on top of a file that another writer
-		// appended to (serverSize != s.size): the new base stays our
-		// old end, so our later appends still go as appends. Storing
-		// the whole file instead replaced the others' appends with our
-		// older copy (TestAppendsFromSeveralDaemons lost records).
+		// appended to (diverged): the new base stays our old end, so
+		// our later appends still go as appends. Storing the whole
+		// file instead replaced the others' appends with our older
+		// copy (TestAppendsFromSeveralDaemons lost records).
 		if err != nil {
 			f.failure, f.refused = err, refusedForGood(err)
 		} else {
@@ -291,7 +308,7 @@ func (f *file) takeSnapshotLocked() snapshot {
 // changesLocked is what a write-back started now would send.
 func (f *file) changesLocked() snapshot {
 	s := snapshot{gen: f.writeGen, size: f.size, path: f.path, mtime: f.mtime,
-		base: f.base, low: f.low, changed: f.changed, retried: f.retried}
+		base: f.base, low: f.low, changed: f.changed, retried: f.retried, diverged: f.diverged}
 	_, appends := f.t.w.(remote.Appender)
 	_, patches := f.t.w.(remote.Patcher)
 	if !appends && !patches {
@@ -319,11 +336,17 @@ func (f *file) noteChangeLocked(off, end int64) {
 }
 
 // send sends the changes of snapshot s from data file b and returns the
-// server's length afterwards (s.size unless another writer appended).
+// server's length afterwards (s.size unless another writer appended; -1
+// when an append does not tell).
 func (f *file) send(ctx context.Context, b *blob, s snapshot, mode os.FileMode) (int64, error) {
 	t := f.t
 	ap, _ := t.w.(remote.Appender)
 	pa, _ := t.w.(remote.Patcher)
+	if s.diverged && !s.appendOnly() {
+		// Offsets of our copy mean nothing in the server's file, and
+		// storing our copy would undo what made them differ.
+		return 0, ns.Errorf(syscall.ESTALE, "%s changed on %s while it was changed here; the changes stay in the cache", s.path, t.key)
+	}
 	if s.retried && s.base >= 0 && (ap != nil || pa != nil) {
 		if err := f.stillTheBase(ctx, s); err != nil {
 			return 0, err
@@ -340,8 +363,8 @@ func (f *file) send(ctx context.Context, b *blob, s snapshot, mode os.FileMode) 
 		} else {
 			n, err = ap.Append(ctx, s.path, data, s.size-s.base)
 		}
-		if n < 0 {
-			n = s.size
+		if ns.Errno(err) == syscall.ENOENT && !s.retried {
+			return f.appendToNew(ctx, b, s, mode)
 		}
 		return n, err
 	case s.base < 0 || pa == nil:
@@ -355,4 +378,22 @@ func (f *file) send(ctx context.Context, b *blob, s snapshot, mode os.FileMode) 
 		}
 		return s.size, pa.Patch(ctx, s.path, b.f, rs, s.size)
 	}
+}
+
+// appendToNew stores the bytes appended in s as a new file: the server's
+// file is gone since we last looked, removed or renamed away (log
+// rotation: mv app.log app.log.1), and an append does not create it. The
+// appender's records start a new file of that name, as they would through
+// sshfs, whose open(O_APPEND|O_CREAT) after the rotation makes one; they
+// stayed in the cache, refused for good, before (and bash's `echo >>`
+// does not check close). The store replaces a file of that name made on
+// the server between the failed append and this store (a narrow race;
+// without it, Store's temporary name keeps a failed upload from leaving a
+// truncated file). Our older copy is not the server's file any more: the
+// returned length differs from s.size, and the write-back forgets it.
+func (f *file) appendToNew(ctx context.Context, b *blob, s snapshot, mode os.FileMode) (int64, error) {
+	n := s.size - s.base
+	f.t.c.log.Info("cache: the file is gone from the server; the appended bytes start a new file of its name",
+		"server", f.t.key, "path", s.path, "bytes", n)
+	return n, f.t.w.Store(ctx, s.path, io.NewSectionReader(b.f, s.base, n), n, mode.Perm()|mode&specialBits)
 }

@@ -120,10 +120,10 @@ func TestFailedAppendIsNotDoubled(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 // TestRetryDoesNotWriteIntoAnotherFile: changes whose write-back failed
-// because the file was removed on the server are not written into the
-// file someone made under that name since (their bytes at our offsets,
-// cut to our length, destroyed the other file's data); they stay in the
-// cache, refused with ESTALE, and the other file is untouched.
+// and whose file was then replaced on the server are not written into
+// the file someone made under that name since (their bytes at our
+// offsets, cut to our length, destroyed the other file's data); they stay
+// in the cache, refused with ESTALE, and the other file is untouched.
 func TestRetryDoesNotWriteIntoAnotherFile(t *testing.T) {
 	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)
@@ -131,10 +131,11 @@ func TestRetryDoesNotWriteIntoAnotherFile(t *testing.T) {
 	root := c.Root("local://replaced", b, Options{})
 	n := lookup(t, root, "log")
 	cat(t, root, "log")
-	os.Remove(b.local("/log"))
-	if err := appendRecord(t, n, "record\n"); ns.Errno(err) != syscall.ENOENT {
-		t.Fatalf("append to a file removed on the server: %v, want ENOENT", err)
+	b.storeErrs = []error{ns.Errorf(syscall.EIO, "connection lost")}
+	if err := appendRecord(t, n, "record\n"); ns.Errno(err) != syscall.EIO {
+		t.Fatalf("append with a failing server: %v, want EIO", err)
 	}
+	os.Remove(b.local("/log"))
 	other := strings.Repeat("OTHER", 200)
 	b.put(t, "/log", []byte(other))
 	h := openNode(t, n, os.O_WRONLY)
@@ -150,5 +151,110 @@ func TestRetryDoesNotWriteIntoAnotherFile(t *testing.T) {
 	c.WriteStatus(&status)
 	if !strings.Contains(status.String(), "refused") || !strings.Contains(status.String(), "ESTALE") {
 		t.Fatalf(".wirefs/writeback does not show the kept changes: %q", status.String())
+	}
+}
+
+// TestAppendAfterRotation: a log renamed away on the server (mv log
+// log.1, as logrotate does) while the cache still trusts its attributes:
+// the next appended record starts a new file of that name, as through
+// sshfs, rather than staying in the cache refused; the rotated file is
+// untouched, and the cache shows the server's new file, not its old copy.
+func TestAppendAfterRotation(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	root := c.Root("local://rotated", b, Options{})
+	writeNew(t, root, "log", []byte("one\n"))
+	n := lookup(t, root, "log")
+	if err := appendRecord(t, n, "two\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(b.local("/log"), b.local("/log.1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendRecord(t, n, "three\n"); err != nil {
+		t.Fatalf("append after the rotation: %v", err)
+	}
+	if got, _ := b.get("/log.1"); string(got) != "one\ntwo\n" {
+		t.Fatalf("the rotated file became %q", got)
+	}
+	if got, _ := b.get("/log"); string(got) != "three\n" {
+		t.Fatalf("the server's new log is %q, want the record appended after the rotation", got)
+	}
+	if err := appendRecord(t, lookup(t, root, "log"), "four\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := b.get("/log"); string(got) != "three\nfour\n" {
+		t.Fatalf("the server's new log is %q", got)
+	}
+	if got := cat(t, root, "log"); string(got) != "three\nfour\n" {
+		t.Fatalf("read through the cache: %q, want the server's new file", got)
+	}
+}
+
+// TestAppendsDoNotExtendTrust: an append tells nothing of what else the
+// server's file got (SFTP does not answer with its length), so appending
+// does not renew the trust in the cached attributes: a log truncated on
+// the server (logrotate's copytruncate) is seen T_read after the last
+// validation however often it is appended to, where before each append
+// renewed it and the cache showed its own copy for as long as a program
+// kept appending.
+func TestAppendsDoNotExtendTrust(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.put(t, "/log", []byte("old\n"))
+	b.appendSizeUnknown = true
+	root := c.Root("local://truncated", b, Options{})
+	n := lookup(t, root, "log")
+	cat(t, root, "log")
+	f := n.(*file)
+	f.mu.Lock()
+	validated := f.checked
+	f.mu.Unlock()
+	for _, rec := range []string{"one\n", "two\n"} {
+		if err := appendRecord(t, n, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mu.Lock()
+	checked := f.checked
+	f.mu.Unlock()
+	if !checked.Equal(validated) {
+		t.Fatalf("appends moved the last validation from %v to %v", validated, checked)
+	}
+	if got, _ := b.get("/log"); string(got) != "old\none\ntwo\n" {
+		t.Fatalf("server has %q", got)
+	}
+	// T_read later (here: a validation on every open), the server's
+	// truncation shows.
+	if err := os.Truncate(b.local("/log"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendRecord(t, n, "three\n"); err != nil {
+		t.Fatal(err)
+	}
+	c.Drop() // as T_read later: every validation is stale
+	if got := cat(t, root, "log"); string(got) != "three\n" {
+		t.Fatalf("read after the trust ran out: %q, want the server's %q", got, "three\n")
+	}
+}
+
+// TestOpenOfVanishedFile: an open whose validation finds the file gone
+// from the server fails with ESTALE, which makes the kernel look the name
+// up again (and an open(O_CREAT), as `echo >> log`, create it), and the
+// name is gone from the cache.
+func TestOpenOfVanishedFile(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.put(t, "/log", []byte("old\n"))
+	root := c.Root("local://vanished", b, Options{})
+	n := lookup(t, root, "log")
+	cat(t, root, "log")
+	os.Remove(b.local("/log"))
+	c.Drop()
+	if _, err := n.(ns.Opener).Open(bg, ns.Caller{}, os.O_WRONLY|os.O_APPEND); ns.Errno(err) != syscall.ESTALE {
+		t.Fatalf("open of a file gone from the server: %v, want ESTALE", err)
+	}
+	if _, err := root.Lookup(bg, "log"); ns.Errno(err) != syscall.ENOENT {
+		t.Fatalf("lookup after the failed open: %v, want ENOENT", err)
 	}
 }
