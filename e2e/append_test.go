@@ -64,18 +64,25 @@ func checkRecords(t *testing.T, server string, writers []string, n int) {
 	}
 }
 
+// writableServers starts an sshd and a diod that serve root (a new
+// directory) and mounts them; protos are their directories in the mount,
+// without root.
+func writableServers(t *testing.T) (m *Mount, root string, protos []string) {
+	needFUSE(t)
+	s := testsrv.StartSSHD(t)
+	root = t.TempDir()
+	os.Chmod(root, 0o755)
+	addr := testsrv.Diod(t, root)
+	return remoteMount(t, sshHome(t, s, true)), root, []string{"sftp/testhost", "9p/" + addr}
+}
+
 // TestConcurrentAppends: several processes append to one file through
 // one mount, on every writable protocol; nothing is lost.
 func TestConcurrentAppends(t *testing.T) {
-	needFUSE(t)
-	s := testsrv.StartSSHD(t)
-	root := t.TempDir()
-	os.Chmod(root, 0o755)
-	addr := testsrv.Diod(t, root)
-	m := remoteMount(t, sshHome(t, s, true))
+	m, root, protos := writableServers(t)
 	const n = 150
 	writers := []string{"a", "b", "c"}
-	for _, proto := range []string{"sftp/testhost", "9p/" + addr} {
+	for _, proto := range protos {
 		name := strings.SplitN(proto, "/", 2)[0] + ".log"
 		t.Run(name, func(t *testing.T) {
 			p := m.P(proto + root + "/" + name)
@@ -129,13 +136,8 @@ func TestAppendsFromSeveralDaemons(t *testing.T) {
 // staying in the cache refused (bash's `echo >>` never sees close fail),
 // and the rotated file keeps its lines.
 func TestAppendAfterRotation(t *testing.T) {
-	needFUSE(t)
-	s := testsrv.StartSSHD(t)
-	root := t.TempDir()
-	os.Chmod(root, 0o755)
-	addr := testsrv.Diod(t, root)
-	m := remoteMount(t, sshHome(t, s, true))
-	for _, proto := range []string{"sftp/testhost", "9p/" + addr} {
+	m, root, protos := writableServers(t)
+	for _, proto := range protos {
 		name := strings.SplitN(proto, "/", 2)[0] + "-rotated.log"
 		t.Run(name, func(t *testing.T) {
 			p := m.P(proto + root + "/" + name)
