@@ -23,6 +23,8 @@
 #   BENCH_WIREFS=PATH  measure this wirefs binary instead of building one
 #   BENCH_WIREFS_OPTS=O  mount wirefs (and base) with -o O, e.g.
 #                      ftp_connections=32
+#   BENCH_BASE_OPTS=O  mount base with -o O instead: with BENCH_BASE=HEAD,
+#                      the same binary with two settings side by side
 #   BENCH_TIMEOUT=S    bound on one timed command (default 30 s); a cell
 #                      that hits it shows "timeout" (it took longer)
 #
@@ -474,7 +476,7 @@ mount_sys() {
 	local lf=$RUN/$sys-$proto.log
 	case $sys in
 	wirefs | base | wirefs-nopf)
-		[ "$sys" = base ] && bin=$OUT/wirefs-base
+		if [ "$sys" = base ]; then bin=$OUT/wirefs-base; wopts=${4:-${BENCH_BASE_OPTS:-$wopts}}; fi
 		HOME=$HOMED XDG_CONFIG_HOME=$HOMED/.config "$bin" mount --foreground --cache-dir "$CACHE" ${wopts:+-o "$wopts"} "$MNT" 2>>"$lf" &
 		case $proto in
 		sftp) BASE=$MNT/sftp/root@127.0.0.1:$p$SRV ;;
@@ -779,7 +781,8 @@ echo "directory) before the clock starts; the server's own page cache stays warm
 echo "Local disk: the same command on the served directory itself (page cache warm: a warm-up run first); its write is"
 echo "dd to a local file without fsync. rclone: mount with $RCLONE_OPTS. sshfs $(sshfs --version 2>&1 | awk '/SSHFS/ { print $3 }'),"
 echo "rclone $(rclone version 2>/dev/null | awk 'NR == 1 { print $2 }'), httpdirfs $(httpdirfs --version 2>&1 | awk '/HTTPDirFS/ { print $3 }') with --cache; wirefs with defaults."
-[ -z "$BASE_REV" ] || echo "base: wirefs at $BASE_REV (BENCH_BASE), measured in the same run."
+[ -z "$BASE_REV" ] || echo "base: wirefs at $BASE_REV (BENCH_BASE)${BENCH_BASE_OPTS:+ with -o $BENCH_BASE_OPTS}, measured in the same run."
+[ -z "${BENCH_WIREFS_OPTS:-}" ] || echo "wirefs mounted with -o $BENCH_WIREFS_OPTS."
 echo "RTT > 0: bench/remote/_delayproxy, RTT/2 each way on every connection (FTP passive data ports included)."
 echo "Runtime: $(($(date +%s) - START)) s; quick=$QUICK; $(nproc) CPUs; kernel $(uname -r); wirefs from $TREE."
 echo "Load average (1/5/15 min) at start: $LOAD0; at end: $(cut -d' ' -f1-3 /proc/loadavg)."

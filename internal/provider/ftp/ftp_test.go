@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -56,6 +57,16 @@ func newFixture(t *testing.T, files map[string]string, opts ...testsrv.VsftpdOpt
 	return f
 }
 
+// farPoolTimes are the pool's clocks for a loopback server treated as a
+// far one: a session uses every connection Options.Connections allows,
+// as the tests of the pool's bounds expect (TestBoundFollowsRTT tests the
+// bound by the round trip).
+var farPoolTimes = func() poolTimes {
+	t := defaultPoolTimes
+	t.rttFloor = 10 * time.Millisecond
+	return t
+}()
+
 func (f *fixture) dial(t *testing.T, o remote.Options) *Backend {
 	t.Helper()
 	if o.Home == "" {
@@ -64,7 +75,7 @@ func (f *fixture) dial(t *testing.T, o remote.Options) *Backend {
 	if o.Timeout == 0 {
 		o.Timeout = 10 * time.Second
 	}
-	b, err := dial(context.Background(), f.server, o, defaultPoolTimes)
+	b, err := dial(context.Background(), f.server, o, farPoolTimes)
 	if err != nil {
 		t.Fatalf("Dial %s: %v", f.server, err)
 	}
@@ -681,7 +692,7 @@ func TestCancel(t *testing.T) {
 func TestIdleConnectionsDropped(t *testing.T) {
 	f := newFixture(t, map[string]string{"a": "a"})
 	b, err := dial(context.Background(), f.server, remote.Options{Home: f.home, Timeout: 10 * time.Second},
-		poolTimes{keepAlive: 50 * time.Millisecond, idleTimeout: 400 * time.Millisecond})
+		poolTimes{keepAlive: 50 * time.Millisecond, idleTimeout: 400 * time.Millisecond, rttFloor: farPoolTimes.rttFloor})
 	mustDo(t, err)
 	defer b.Close()
 	if b.liveConns() != 1 {
@@ -880,5 +891,106 @@ func TestRefusedLoginGuessKeepsPeak(t *testing.T) {
 		if !again || b.limit != c.want {
 			t.Errorf("live %d, peak %d: refusedLogin = %v, limit %d; want true, %d", c.live, c.peak, again, b.limit, c.want)
 		}
+	}
+}
+
+// TestBoundFollowsRTT: the session leases as many connections as its
+// round trips call for (pool.go's bound): four near the server, three
+// more per millisecond, never more than its limit; transfers ahead keep
+// leaving two of them to the others.
+func TestBoundFollowsRTT(t *testing.T) {
+	for _, c := range []struct {
+		rtt, floor time.Duration
+		limit      int
+		want       int
+	}{
+		{0, 0, 32, 32}, // no sample yet
+		{100 * time.Microsecond, 0, 32, 4},
+		{time.Millisecond, 0, 32, 7},
+		{10 * time.Millisecond, 0, 32, 32},
+		{50 * time.Millisecond, 0, 8, 8},
+		{100 * time.Microsecond, 10 * time.Millisecond, 8, 8}, // the tests' floor
+		{100 * time.Microsecond, 0, 2, 2},                     // a server that allows two
+	} {
+		b := &Backend{limit: c.limit, times: poolTimes{rttFloor: c.floor}}
+		if c.rtt > 0 {
+			b.noteRTT(2 * c.rtt)
+			b.noteRTT(c.rtt) // the shortest counts
+			b.noteRTT(3 * c.rtt)
+		}
+		if got := b.bound(); got != c.want {
+			t.Errorf("rtt %v, floor %v, limit %d: bound %d, want %d", c.rtt, c.floor, c.limit, got, c.want)
+		}
+		b.leasedAhead = c.want - 3
+		if !b.fits(lease{transfer: true, ahead: true}) {
+			t.Errorf("rtt %v: a transfer ahead does not fit with %d of %d held ahead", c.rtt, b.leasedAhead, c.want)
+		}
+		b.leasedAhead++
+		if c.want >= 3 && b.fits(lease{transfer: true, ahead: true}) {
+			t.Errorf("rtt %v: a transfer ahead fits with %d of %d held ahead", c.rtt, b.leasedAhead, c.want)
+		}
+	}
+}
+
+// TestLoginScript: logins after the first send their commands at once
+// (login.go) and work; a login that goes otherwise than the recording
+// costs that connection only: the session logs in one command at a time
+// from then on, once said in the log.
+func TestLoginScript(t *testing.T) {
+	files := map[string]string{}
+	for i := range testConns {
+		files[fmt.Sprintf("f%d", i)] = string(randomBytes(1<<20 + i))
+	}
+	f := newFixture(t, files)
+	var logged syncBuffer
+	b := f.dial(t, remote.Options{Connections: testConns, Log: slog.New(slog.NewTextHandler(&logged, nil))})
+	b.mu.Lock()
+	script := slices.Clone(b.script)
+	b.mu.Unlock()
+	if len(script) < 2 || !strings.HasPrefix(script[0], "USER ") {
+		t.Fatalf("the first login was not recorded: %d commands", len(script))
+	}
+	// Every transfer slot held: the connections beyond the first log
+	// in from the script.
+	hold := func() {
+		t.Helper()
+		var held []io.ReadCloser
+		for i := range testConns - 1 {
+			r, err := b.ReadRange(context.Background(), fmt.Sprintf("/f%d", i), 0, -1)
+			mustDo(t, err)
+			held = append(held, r)
+		}
+		for i, r := range held {
+			got, err := io.ReadAll(r)
+			mustDo(t, err)
+			if string(got) != files[fmt.Sprintf("f%d", i)] {
+				t.Errorf("f%d: read back differs", i)
+			}
+			r.Close()
+		}
+	}
+	hold()
+	if n := b.liveConns(); n < 2 {
+		t.Fatalf("%d connections: no login from the script", n)
+	}
+	if strings.Contains(logged.String(), "did not go as the first one") {
+		t.Fatalf("a scripted login went out of step:\n%s", logged.String())
+	}
+
+	// A script the server answers otherwise (a command the login does
+	// not send): the new connections still log in.
+	b.dropIdle()
+	b.mu.Lock()
+	b.script = append(slices.Clone(script[:len(script)-1]), "NOOP\r\n")
+	b.mu.Unlock()
+	hold()
+	if n := strings.Count(logged.String(), "did not go as the first one"); n != 1 {
+		t.Errorf("the login out of step was logged %d times, want once:\n%s", n, logged.String())
+	}
+	b.mu.Lock()
+	noScript := b.noScript
+	b.mu.Unlock()
+	if !noScript {
+		t.Error("the session still logs in from a script")
 	}
 }

@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	ftplib "github.com/jlaffaye/ftp"
-
 	"wirefs/internal/remote/session"
 )
 
@@ -35,7 +33,7 @@ import (
 type stream struct {
 	path string
 	pc   *pconn
-	resp *ftplib.Response
+	resp *transfer
 	data *bufio.Reader // resp's data: Peek tells the end of the file from more to come
 	pos  int64         // the offset in the file of data's next byte
 
@@ -121,7 +119,7 @@ func (b *Backend) ReadRange(ctx context.Context, p string, off, n int64) (io.Rea
 	b.mu.Unlock()
 	pc, err := b.use(ctx, true, "read", p, nil, func(pc *pconn) error {
 		var err error
-		s.resp, err = pc.sc.RetrFrom(b.serverPath(p), uint64(off))
+		s.resp, err = pc.retr(b.serverPath(p), off)
 		return err
 	})
 	if err != nil {

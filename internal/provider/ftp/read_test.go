@@ -42,7 +42,7 @@ func TestRead(t *testing.T) {
 // dialPark is f.dial with the given parking time of read streams.
 func (f *fixture) dialPark(t *testing.T, park time.Duration) *Backend {
 	t.Helper()
-	times := defaultPoolTimes
+	times := farPoolTimes
 	times.park, times.gapGrace = park, park
 	b, err := dial(context.Background(), f.server, remote.Options{Home: f.home, Timeout: 10 * time.Second}, times)
 	if err != nil {
