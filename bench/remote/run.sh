@@ -25,6 +25,7 @@
 #                      ftp_connections=32
 #   BENCH_BASE_OPTS=O  mount base with -o O instead: with BENCH_BASE=HEAD,
 #                      the same binary with two settings side by side
+#   BENCH_BASE_RTTS=1  measure base at every RTT, not only at 0 ms
 #   BENCH_TIMEOUT=S    bound on one timed command (default 30 s); a cell
 #                      that hits it shows "timeout" (it took longer)
 #
@@ -98,7 +99,7 @@ for r in $RTTS; do [ "$r" != 0 ] && { COST_RTT=$r; break; }; done
 [ -n "$COST_RTT" ] || COST=0
 BIG_MB=64
 NDIRS=40 NFILES=100 # the tree: NDIRS x NFILES files of 1-8 KiB, plus nested levels
-PASV_N=64           # passive FTP data ports of each delayed vsftpd (ftp_connections 16 and more)
+PASV_N=256          # passive FTP data ports of each delayed vsftpd: a listener per session (wirefs connects ahead), vsftpd tries 10 random ports before it ends a session
 
 mkdir -p "$OUT"
 START=$(date +%s)
@@ -613,7 +614,7 @@ systems() {
 	http) all="wirefs base httpdirfs rclone" ;;
 	9p) all="wirefs base" ;;
 	esac
-	[ "${2:-0}" = 0 ] || all=${all/base/}
+	[ "${2:-0}" = 0 ] || [ "${BENCH_BASE_RTTS:-0}" = 1 ] || all=${all/base/}
 	for s in $all; do case " $SYSTEMS " in *" $s "*) out="$out $s" ;; esac; done
 	echo $out
 }
@@ -698,7 +699,7 @@ fi
 log "done measuring; writing the tables"
 TABLE=$OUT/results.md
 {
-awk -F'\t' -v rtts="$RTTS" -v protos="$PROTOS" -v base="$BASE_REV" '
+awk -F'\t' -v rtts="$RTTS" -v protos="$PROTOS" -v base="$BASE_REV" -v baseall="${BENCH_BASE_RTTS:-0}" '
 function med(list,   a, n, i, j, t, bad) {
 	n = split(list, a, " "); bad = ""
 	for (i = 1; i <= n; i++) if (a[i] !~ /^[0-9.]+$/) bad = a[i]
@@ -733,7 +734,7 @@ END {
 	for (i = 1; i <= nt; i++) for (j = 1; j <= np; j++) {
 		p = P[j]
 		peers = (p == "sftp") ? "sshfs rclone" : (p == "ftp") ? "rclone" : (p == "http") ? "httpdirfs rclone" : ""
-		if (base != "" && T[i] == 0) peers = "base " peers
+		if (base != "" && (T[i] == 0 || baseall == 1)) peers = "base " peers
 		npe = split(peers, E, " ")
 		printf "\n### %s, %s ms RTT\n\n| operation (seconds) | wirefs |", p, T[i]
 		for (e = 1; e <= npe; e++) printf " %s | %s/wirefs |", E[e], E[e]

@@ -38,7 +38,7 @@
 //     at login, whose commands go in one write after the session's first
 //     (login.go): two round trips instead of six.
 //   - Parallelism: up to ftp_connections logged-in connections (pool.go),
-//     as many as the round-trip time calls for (four on loopback, all
+//     as many as the round-trip time calls for (six on loopback, all
 //     from 10 ms), fewer when the server refuses more logins.
 package ftp
 
@@ -348,6 +348,7 @@ func (b *Backend) List(ctx context.Context, p string) ([]remote.Info, error) {
 
 // list lists directory p on pc, with permission bits.
 func (pc *pconn) list(p string) (entries []remote.Info, self bool, err error) {
+	pc.disarm() // jlaffaye asks for a data connection of its own
 	arg := pc.b.serverPath(p)
 	if !pc.sc.IsTimePreciseInList() { // LIST, not MLSD
 		arg = "-a " + arg
@@ -602,6 +603,7 @@ func (b *Backend) Append(ctx context.Context, p string, r io.Reader, n int64) (i
 		if _, err := pc.sc.FileSize(sp); err != nil {
 			return err
 		}
+		pc.disarm() // jlaffaye asks for a data connection of its own
 		if err := pc.sc.Append(sp, src); err != nil {
 			return err
 		}

@@ -895,7 +895,7 @@ func TestRefusedLoginGuessKeepsPeak(t *testing.T) {
 }
 
 // TestBoundFollowsRTT: the session leases as many connections as its
-// round trips call for (pool.go's bound): four near the server, three
+// round trips call for (pool.go's bound): six near the server, three
 // more per millisecond, never more than its limit; transfers ahead keep
 // leaving two of them to the others.
 func TestBoundFollowsRTT(t *testing.T) {
@@ -905,8 +905,8 @@ func TestBoundFollowsRTT(t *testing.T) {
 		want       int
 	}{
 		{0, 0, 32, 32}, // no sample yet
-		{100 * time.Microsecond, 0, 32, 4},
-		{time.Millisecond, 0, 32, 7},
+		{100 * time.Microsecond, 0, 32, 6},
+		{time.Millisecond, 0, 32, 9},
 		{10 * time.Millisecond, 0, 32, 32},
 		{50 * time.Millisecond, 0, 8, 8},
 		{100 * time.Microsecond, 10 * time.Millisecond, 8, 8}, // the tests' floor
@@ -992,5 +992,64 @@ func TestLoginScript(t *testing.T) {
 	b.mu.Unlock()
 	if !noScript {
 		t.Error("the session still logs in from a script")
+	}
+}
+
+// TestDataConnectionAhead: a read leaves its connection with the data
+// connection of the next transfer made ahead (arm.go), which the next
+// read takes (the server then sees no passive command before its RETR);
+// one that went stale on an idle connection is ended with ABOR by the
+// janitor, and the connection reads on.
+func TestDataConnectionAhead(t *testing.T) {
+	f := newFixture(t, map[string]string{"a": "aaaa", "b": "bbbbbbbb"})
+	srv := f.srv
+	b := f.dial(t, remote.Options{Connections: testConns})
+	armed := func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if len(b.idle) != 1 {
+			t.Fatalf("%d idle connections, want 1", len(b.idle))
+		}
+		pc := b.idle[0]
+		pc.mu.Lock()
+		defer pc.mu.Unlock()
+		return pc.arm != nil
+	}
+	if got := readAll(t, b, "/a", 0, -1); string(got) != "aaaa" {
+		t.Fatalf("a: %q", got)
+	}
+	if !armed() {
+		t.Fatal("no data connection made ahead after a read")
+	}
+	epsv := srv.Commands("EPSV")
+	if got := readAll(t, b, "/b", 2, -1); string(got) != "bbbbbb" {
+		t.Fatalf("b from 2: %q", got)
+	}
+	if n := srv.Commands("EPSV") - epsv; n != 1 {
+		t.Errorf("%d passive commands for a read on a connection made ahead, want 1 (the next one's)", n)
+	}
+	if !armed() {
+		t.Fatal("no data connection made ahead after the second read")
+	}
+
+	// Stale: the janitor ends it (ABOR) and the connection stays.
+	b.mu.Lock()
+	pc := b.idle[0]
+	b.mu.Unlock()
+	pc.mu.Lock()
+	pc.arm.at = time.Now().Add(-2 * armFresh)
+	pc.mu.Unlock()
+	b.tidy()
+	if n := srv.Commands("ABOR"); n != 1 {
+		t.Errorf("%d ABOR after a stale data connection made ahead, want 1", n)
+	}
+	if armed() {
+		t.Error("the stale data connection made ahead is still there")
+	}
+	if got := readAll(t, b, "/a", 0, -1); string(got) != "aaaa" {
+		t.Fatalf("a after the ABOR: %q", got)
+	}
+	if n := b.liveConns(); n != 1 {
+		t.Errorf("%d connections, want the one", n)
 	}
 }

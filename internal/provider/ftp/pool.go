@@ -68,6 +68,8 @@ type pconn struct {
 
 	mu     sync.Mutex
 	data   net.Conn // the open data connection, closed by kill
+	arm    *arm     // the data connection made ahead for the next transfer (arm.go)
+	arming bool     // the next transfer's passive command is sent, its reply not read
 	killed bool
 
 	capture io.Writer         // when set, data read by the next listing is copied here
@@ -105,10 +107,10 @@ func (b *Backend) fits(l lease) bool {
 // logging in 30 made a cold ls -lR or cp -r slower; far from it the
 // session needs all ftp_connections. So the pool uses at most
 // minConns + RTT/rttPerConn connections (RTT: the shortest round trip
-// the session has seen), and never more than limit: 4 on loopback, 7
+// the session has seen), and never more than limit: 6 on loopback, 9
 // at 1 ms, all 32 from 10 ms.
 const (
-	minConns   = 4 // metadata, the program's reads, two ahead
+	minConns   = 6 // metadata, the program's reads, four ahead
 	rttPerConn = time.Millisecond / 3
 )
 
@@ -267,8 +269,13 @@ func (b *Backend) release(l lease) {
 	b.mu.Unlock()
 }
 
-// put returns a healthy connection to the idle list.
+// put returns a connection to the idle list, or discards it when it
+// turned out broken.
 func (b *Backend) put(pc *pconn) {
+	if pc.broken {
+		b.discard(pc)
+		return
+	}
 	pc.lastAlive = time.Now()
 	// Read before pc is idle: another goroutine may lease it at once.
 	l := pc.lease
@@ -448,6 +455,13 @@ func (pc *pconn) dialData(addr string) (net.Conn, error) {
 		}
 		return nil, err
 	}
+	return pc.useData(raw)
+}
+
+// useData makes raw, a connected data socket, the one a transfer on pc
+// reads or writes (and kill closes).
+func (pc *pconn) useData(raw net.Conn) (net.Conn, error) {
+	b := pc.b
 	var c net.Conn = session.Watch(raw, b.srv.Timeout, nil)
 	if b.tls != nil {
 		c = &tlsDataConn{Conn: tls.Client(c, b.tls)}
@@ -472,6 +486,9 @@ func (pc *pconn) kill() {
 	pc.mu.Lock()
 	pc.killed = true
 	ctrl, data := pc.ctrl, pc.data
+	if pc.arm != nil && pc.arm.raw != nil {
+		pc.arm.raw.Close()
+	}
 	pc.mu.Unlock()
 	if data != nil {
 		data.Close()
@@ -549,7 +566,6 @@ func (pc *pconn) openData(cmds ...string) (net.Conn, error) {
 		return nil, err
 	}
 	code, msg, err := pc.reply(2)
-	b.noteRTT(time.Since(sent))
 	if err != nil {
 		var reply *textproto.Error
 		if !errors.As(err, &reply) {
@@ -568,6 +584,9 @@ func (pc *pconn) openData(cmds ...string) (net.Conn, error) {
 		}
 		return nil, err
 	}
+	// A sample of the round trip (bound): only a reply to what was
+	// just sent (a refusal may have come before, with a dying session).
+	b.noteRTT(time.Since(sent))
 	addr, err := b.dataAddr(code, msg)
 	if err != nil {
 		pc.broken = true // the command waits for a connection that never comes
@@ -583,7 +602,8 @@ func (pc *pconn) openData(cmds ...string) (net.Conn, error) {
 
 // transfer is the data of one RETR: Read reads the data connection, Close
 // closes it and reads the server's final reply (226, or why the transfer
-// failed), as jlaffaye's Response does.
+// failed), as jlaffaye's Response does, and then the reply to the
+// passive command sent after the RETR (arm.go).
 type transfer struct {
 	pc     *pconn
 	data   net.Conn
@@ -599,18 +619,43 @@ func (t *transfer) Close() error {
 	t.closed = true
 	cerr := t.data.Close()
 	_, _, err := t.pc.reply(2)
+	if !isConnLoss(err) {
+		t.pc.readArm()
+	}
 	return errors.Join(cerr, err)
 }
 
-// retr starts the transfer of the file sp from off: EPSV, REST (at an
-// offset) and RETR in one write (openData), two round trips less than
-// jlaffaye's RetrFrom, which waits for each reply.
+// transferData sends cmds, whose last is a transfer command, and returns
+// its data connection: the one made ahead when pc has it (with the passive
+// command of the next transfer behind cmds, arm.go: the data flow one
+// round trip after), else through openData (the caller sends the next
+// passive command with sendArm once the transfer started: sent with cmds,
+// the server could take it before the client connected for this one, if
+// this one fails at once, and replace the listener).
+func (pc *pconn) transferData(cmds ...string) (data net.Conn, ahead bool, err error) {
+	if data = pc.takeArm(); data != nil {
+		if err := pc.send(append(cmds, pc.b.passiveVerb())...); err != nil {
+			data.Close()
+			return nil, false, err
+		}
+		pc.arming = true
+		return data, true, nil
+	}
+	data, err = pc.openData(cmds...)
+	return data, false, err
+}
+
+// retr starts the transfer of the file sp from off: REST (at an offset)
+// and RETR after a passive command, or on the data connection made
+// ahead (transferData): one round trip to the data, or two and a half,
+// where jlaffaye's RetrFrom, which waits for each reply, takes three and
+// a half.
 func (pc *pconn) retr(sp string, off int64) (*transfer, error) {
 	cmds := []string{"RETR " + sp}
 	if off > 0 {
 		cmds = []string{"REST " + strconv.FormatInt(off, 10), cmds[0]}
 	}
-	data, err := pc.openData(cmds...)
+	data, ahead, err := pc.transferData(cmds...)
 	if err != nil {
 		return nil, err
 	}
@@ -625,25 +670,45 @@ func (pc *pconn) retr(sp string, off int64) (*transfer, error) {
 	}
 	if _, _, err := pc.reply(1); err != nil { // 150 (or 125), or a refusal
 		data.Close()
+		if isConnLoss(err) {
+			return nil, err
+		}
+		pc.readArm()
+		if ahead && cantOpenData(err) && !pc.broken {
+			// The server no longer took the connection made
+			// ahead: once more, on a new one.
+			pc.disarm()
+			return pc.retr(sp, off)
+		}
 		return nil, err
+	}
+	if !ahead {
+		if err := pc.sendArm(); err != nil {
+			data.Close()
+			return nil, err
+		}
 	}
 	return &transfer{pc: pc, data: data}, nil
 }
 
 // stor sends r to the file sp (on the server) and returns the bytes sent:
-// EPSV and STOR go in one write (openData), and the data as soon as the
-// data connection is up, without waiting for the server's 150, which
-// tells only that it accepted the connection: two round trips less than
+// STOR after a passive command, or on the data connection made ahead
+// (transferData), and the data as soon as the data connection is up,
+// without waiting for the server's 150, which tells only that it
+// accepted the connection: two or three round trips less than
 // jlaffaye's Stor. A refusal (553, 550) arriving while the data are sent
 // stops them.
 func (pc *pconn) stor(sp string, r io.Reader) error {
-	data, err := pc.openData("STOR " + sp)
+	data, ahead, err := pc.transferData("STOR " + sp)
 	if err != nil {
 		return err
 	}
 	first := make(chan error, 1)
 	go func() {
 		_, _, err := pc.reply(1) // 150 (or 125), or a refusal
+		if err == nil && !ahead {
+			err = pc.sendArm()
+		}
 		if err != nil {
 			data.Close() // the server will not read: stop the copy
 		}
@@ -659,9 +724,16 @@ func (pc *pconn) stor(sp string, r io.Reader) error {
 		cerr = err
 	}
 	if err := <-first; err != nil {
+		if !isConnLoss(err) {
+			pc.readArm()
+		}
 		return err
 	}
-	if _, _, err := pc.reply(2); err != nil { // 226, or why the transfer failed
+	_, _, err = pc.reply(2) // 226, or why the transfer failed
+	if !isConnLoss(err) {
+		pc.readArm()
+	}
+	if err != nil {
 		return errors.Join(err, cerr)
 	}
 	return cerr
@@ -760,7 +832,7 @@ func (b *Backend) tidy() {
 		switch {
 		case now.Sub(pc.lastUsed) >= b.times.idleTimeout:
 			drop = append(drop, pc)
-		case now.Sub(pc.lastAlive) >= b.times.keepAlive:
+		case now.Sub(pc.lastAlive) >= b.times.keepAlive || pc.staleArm(now):
 			ping = append(ping, pc)
 		default:
 			keep = append(keep, pc)
@@ -783,13 +855,23 @@ func (b *Backend) tidy() {
 		b.take(lease{}, 1)
 		b.mu.Unlock()
 		pc.lease = lease{}
-		if err := pc.sc.NoOp(); err != nil {
+		if err := pc.keepAlive(now); err != nil {
 			b.log.Debug("ftp: idle connection lost", "server", b.srv.Host, "err", err)
 			b.discard(pc)
 		} else {
 			b.put(pc)
 		}
 	}
+}
+
+// keepAlive sends an idle connection's server a command so that it keeps
+// the connection: ABOR where a data connection made ahead went stale (it
+// ends the server's listener too, arm.go), else NOOP.
+func (pc *pconn) keepAlive(now time.Time) error {
+	if pc.staleArm(now) {
+		return pc.endArm()
+	}
+	return pc.sc.NoOp()
 }
 
 // greetedConn replays the greeting that dialControl consumed before AUTH
