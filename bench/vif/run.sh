@@ -13,7 +13,11 @@
 #      2, 4, 6 nested unlimited VIFs (HTB's 8 levels allow no more)
 #   4. management operations through the mount: median and p99 us of
 #      BENCH_RUNS (3) runs of 500 each; `bench/vif/run.sh ops` runs this
-#      section alone
+#      section alone. BENCH_PEER=BINARY (another build of wirefs, e.g. of
+#      an earlier commit) mounts it too, in a third namespace with a veth
+#      of its own, and times it interleaved with this one, operation by
+#      operation: on this shared 2-vCPU VM the medians of runs minutes
+#      apart differ by a third, those of interleaved peers do not
 # Results go to stdout and bench/out/vif/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,21 +27,21 @@ out=bench/out/vif
 mkdir -p "$out"
 go build -o "$out/wirefs" ./cmd/wirefs
 W=$PWD/$out/wirefs
-A=wfbench-a B=wfbench-b
+A=wfbench-a B=wfbench-b C=wfbench-c
 MNT=$(mktemp -d /tmp/wfbench-mnt.XXXX)
+PEERMNT=
 cleanup() {
 	set +e
 	pkill -P $$ iperf3 2>/dev/null
 	ip netns pids $B 2>/dev/null | xargs -r kill 2>/dev/null
 	"$W" umount "$MNT" 2>/dev/null
-	ip netns pids $A 2>/dev/null | xargs -r kill 2>/dev/null
+	[ -n "$PEERMNT" ] && "$W" umount "$PEERMNT" 2>/dev/null && rmdir "$PEERMNT"
+	for n in $A $C; do ip netns pids $n 2>/dev/null | xargs -r kill 2>/dev/null; done
 	rmdir "$MNT"
-	ip netns del $A 2>/dev/null
-	ip netns del $B 2>/dev/null
+	for n in $A $B $C; do ip netns del $n 2>/dev/null; done
 }
 trap cleanup EXIT
-ip netns del $A 2>/dev/null || true
-ip netns del $B 2>/dev/null || true
+for n in $A $B $C; do ip netns del $n 2>/dev/null || true; done
 ip netns add $A; ip netns add $B
 ip link add wfbench0 type veth peer name wfbench1
 ip link set wfbench0 netns $A name va; ip link set wfbench1 netns $B name vb
@@ -165,42 +169,66 @@ echo "(each VIF unlimited: its ceil follows the root's, the veth's 10gbit)"
 
 fi # sections 1-3
 echo
-echo "## 4. management operations through the mount (us; ${BENCH_RUNS:-3} runs of 500 each)"
-python3 - "$MNT" "${BENCH_RUNS:-3}" <<'PY' | tee "$out/ops.txt"
+if [ -n "${BENCH_PEER:-}" ]; then
+	# the peer's own namespace and veth (one daemon manages a namespace's VIFs)
+	ip netns add $C
+	ip link add wfbench2 type veth peer name wfbench3
+	ip link set wfbench2 netns $C name va; ip link set wfbench3 netns $C
+	ip -n $C link set va up; ip -n $C link set lo up
+	PEERMNT=$(mktemp -d /tmp/wfbench-peer.XXXX)
+	nsenter --net=/run/netns/$C "$BENCH_PEER" mount --log "$out/peer.log" "$PEERMNT"
+fi
+echo "## 4. management operations through the mount (us; ${BENCH_RUNS:-3} runs of 500 each${BENCH_PEER:+; peer: $BENCH_PEER, interleaved})"
+python3 - "${BENCH_RUNS:-3}" "$MNT" $PEERMNT <<'PY' | tee "$out/ops.txt"
 import os, sys, time, subprocess, statistics
-M = sys.argv[1]; V = M + "/vif/va"; runs = int(sys.argv[2])
-# a process holding one TCP socket (per-socket attach: proc/PID/sockets/FD/va)
-p = subprocess.Popen([sys.executable, "-c", "import socket, sys, time\n"
-    "s = socket.socket(); print(s.fileno(), flush=True); time.sleep(600)"], stdout=subprocess.PIPE, text=True)
-fd = int(p.stdout.readline())
-link, slink = f"{M}/proc/{p.pid}/va", f"{M}/proc/{p.pid}/sockets/{fd}/va"
-os.mkdir(V + "/ops")
+runs = int(sys.argv[1])
+mounts = {"wirefs": sys.argv[2]}
+if len(sys.argv) > 3: mounts["peer"] = sys.argv[3]
 ops = ["mkdir", "rmdir", "attach (ln -s)", "detach (rm)", "read stats", "write rate", "attach socket", "detach socket"]
-def rd():
-    with open(V + "/ops/stats") as f: f.read()
-rates = ["2mbit\n", "3mbit\n"]
-def wr():  # a new value each time: a change, not a repeat
-    rates.reverse()
-    with open(V + "/ops/rate", "w") as f: f.write(rates[0])
-do = {"mkdir": lambda: os.mkdir(V + "/x"), "rmdir": lambda: os.rmdir(V + "/x"),
-      "attach (ln -s)": lambda: os.symlink(V + "/ops", link), "detach (rm)": lambda: os.unlink(link),
-      "read stats": rd, "write rate": wr,
-      "attach socket": lambda: os.symlink(V + "/ops", slink), "detach socket": lambda: os.unlink(slink)}
-medians = {k: [] for k in ops}
-every = {k: [] for k in ops}
+def operations(M):
+    V = M + "/vif/va"
+    # a process holding one TCP socket (per-socket attach: proc/PID/sockets/FD/va)
+    p = subprocess.Popen([sys.executable, "-c", "import socket, sys, time\n"
+        "s = socket.socket(); print(s.fileno(), flush=True); time.sleep(600)"], stdout=subprocess.PIPE, text=True)
+    fd = int(p.stdout.readline())
+    link, slink = f"{M}/proc/{p.pid}/va", f"{M}/proc/{p.pid}/sockets/{fd}/va"
+    os.mkdir(V + "/ops")
+    def rd():
+        with open(V + "/ops/stats") as f: f.read()
+    rates = ["2mbit\n", "3mbit\n"]
+    def wr():  # a new value each time: a change, not a repeat
+        rates.reverse()
+        with open(V + "/ops/rate", "w") as f: f.write(rates[0])
+    def done():
+        p.kill(); os.rmdir(V + "/ops")
+    return done, {"mkdir": lambda: os.mkdir(V + "/x"), "rmdir": lambda: os.rmdir(V + "/x"),
+        "attach (ln -s)": lambda: os.symlink(V + "/ops", link), "detach (rm)": lambda: os.unlink(link),
+        "read stats": rd, "write rate": wr,
+        "attach socket": lambda: os.symlink(V + "/ops", slink), "detach socket": lambda: os.unlink(slink)}
+do = {m: operations(M) for m, M in mounts.items()}
+medians = {m: {k: [] for k in ops} for m in mounts}
+every = {m: {k: [] for k in ops} for m in mounts}
 for r in range(runs):
-    res = {k: [] for k in ops}
+    res = {m: {k: [] for k in ops} for m in mounts}
     for i in range(500):
+        for m in mounts:
+            for k in ops:
+                a = time.perf_counter_ns(); do[m][1][k](); res[m][k].append((time.perf_counter_ns() - a) / 1000)
+    for m in mounts:
         for k in ops:
-            a = time.perf_counter_ns(); do[k](); res[k].append((time.perf_counter_ns() - a) / 1000)
+            medians[m][k].append(statistics.median(res[m][k])); every[m][k] += res[m][k]
+for m in mounts: do[m][0]()
+def row(m, k):
+    v = sorted(every[m][k])
+    return statistics.median(medians[m][k]), v[int(len(v) * 0.99)], v[0]
+if len(mounts) == 1:
+    print("%-16s %8s %8s %8s   %s" % ("operation", "median", "p99", "min", "median of each run"))
     for k in ops:
-        medians[k].append(statistics.median(res[k])); every[k] += res[k]
-p.kill()
-os.rmdir(V + "/ops")
-print("%-16s %8s %8s %8s   %s" % ("operation", "median", "p99", "min", "median of each run"))
-for k in ops:
-    v = sorted(every[k])
-    print("%-16s %8.0f %8.0f %8.0f   %s" % (k, statistics.median(medians[k]), v[int(len(v) * 0.99)], v[0],
-        " ".join("%.0f" % m for m in medians[k])))
+        print("%-16s %8.0f %8.0f %8.0f   %s" % ((k,) + row("wirefs", k) + (" ".join("%.0f" % x for x in medians["wirefs"][k]),)))
+else:
+    print("%-16s %8s %8s %8s   %8s %8s %8s   %s" % ("operation", "median", "p99", "min", "peer med", "p99", "min", "wirefs/peer"))
+    for k in ops:
+        w, pr = row("wirefs", k), row("peer", k)
+        print("%-16s %8.0f %8.0f %8.0f   %8.0f %8.0f %8.0f   %.2f" % ((k,) + w + pr + (w[0] / pr[0],)))
 PY
 echo "(seed 003, Table I: 14-35 us min on a 733 MHz Celeron, in-kernel procfs)"
