@@ -19,13 +19,18 @@
 # Needs root (netns, tc). Touches no interface or qdisc of the machine: it
 # makes its own namespaces and veth pair and deletes them at exit.
 # BENCH_RUNS (default 3) runs per cell, medians reported; BENCH_SIZE_MB
-# (default 1024) the file size. Prints a markdown table; raw samples in
-# bench/out/splice/samples.tsv.
+# (default 1024) the file size; BENCH_SECTIONS (default all of them: "file
+# parallel relay split merge fork pacing") the sections to run, e.g.
+# BENCH_SECTIONS=file for row 1 alone. Prints markdown tables; raw samples
+# in bench/out/splice/samples.tsv.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ "$(id -u)" = 0 ] || { echo "bench/splice: needs root (network namespaces, tc)" >&2; exit 1; }
 RUNS=${BENCH_RUNS:-3}
 SIZE_MB=${BENCH_SIZE_MB:-1024}
+SECTIONS=" ${BENCH_SECTIONS:-file parallel relay split merge fork pacing} "
+# run SECTION: whether this run measures SECTION.
+run() { [[ $SECTIONS == *" $1 "* ]]; }
 OUT=bench/out/splice
 mkdir -p "$OUT"
 log() { echo "bench/splice: $*" >&2; }
@@ -117,6 +122,7 @@ peer_cmd() {
 PEERS="wirefs socat bash c-rw c-sendfile"
 declare -A MBIT CPU
 for setup in loopback veth; do
+	run file || break
 	if [ $setup = loopback ]; then sns=$NS_LO rns=$NS_LO host=127.0.0.1; else sns=$NS_A rns=$NS_B host=10.231.78.2; fi
 	# Runs interleave the peers (a round of each, RUNS times), so that a
 	# drift of the machine (another job, the file's pages evicted) falls
@@ -140,9 +146,10 @@ done
 # Parallel transfers on the shaped link: N sinks, N senders at once, each
 # a quarter of the file's size.
 PAR=$OUT/par
-head -c $((SIZE_MB / 4))M "$F" >"$PAR"
+if run parallel; then head -c $((SIZE_MB / 4))M "$F" >"$PAR"; fi
 declare -A AGG JAIN
 for tool in wirefs c-rw; do
+	run parallel || break
 	for n in 1 2 4; do
 		log "parallel $n, $tool"
 		ports=() sinks=() senders=()
@@ -167,6 +174,7 @@ done
 # Relay on loopback: client (C sendfile) → relay → C sink; the relay's CPU.
 declare -A RMBIT RCPU
 for tool in wirefs socat; do
+	run relay || break
 	log "relay, $tool"
 	for r in $(seq "$RUNS"); do
 		PORT=$((PORT + 2)); lport=$((PORT - 1))
@@ -191,6 +199,7 @@ done
 # has everything; CPU: all the sender's processes.
 declare -A SMBIT SCPU MMBIT MCPU
 for tool in wirefs tee; do
+	run split || break
 	log "split to 3, $tool"
 	for r in $(seq "$RUNS"); do
 		ports=() sinks=()
@@ -216,8 +225,9 @@ done
 # Merge of 3 on loopback: three C sendfile clients, each a third of the
 # file, into one sink: wirefs --merge (listens on three ports) vs three
 # socats writing into one pipe to a fourth.
-head -c $((SIZE_MB / 3))M "$F" >"$OUT/third"
+if run merge; then head -c $((SIZE_MB / 3))M "$F" >"$OUT/third"; fi
 for tool in wirefs socat; do
+	run merge || break
 	log "merge of 3, $tool"
 	for r in $(seq "$RUNS"); do
 		PORT=$((PORT + 4)); sink $NS_LO $PORT
@@ -243,6 +253,7 @@ rm -f "$OUT/third"
 # Connections per second through a forking relay: 2000 short requests
 # (connect, 100 bytes, half-close, a 2-byte answer, close), one at a time.
 declare -A CONNS
+if run fork; then
 PORT=$((PORT + 2)); SRV=$PORT
 rm -f "$OUT/ready.srv"; mkfifo "$OUT/ready.srv"
 # nsenter itself, not the in_ns function, so that $! is the process
@@ -262,9 +273,11 @@ for tool in wirefs socat; do
 	CONNS[$tool]=$(in_ns $NS_LO "$PEER" conns 2000 127.0.0.1 $PORT)
 	kill -TERM $rp; wait $rp 2>/dev/null || true
 done
+fi
 
 # Pacing, measured at the receiver: 3 s of data at each rate.
 declare -A PACED
+if run pacing; then
 for rate in 1 10 100 500; do
 	log "pacing ${rate}mbit"
 	head -c $((rate * 1000000 * 3 / 8)) "$F" >"$OUT/paced"
@@ -275,10 +288,12 @@ log "schedule 4,16ms"
 head -c $((32 << 20)) "$F" >"$OUT/paced"
 set -- $(xfer $NS_LO $NS_LO 127.0.0.1 "$W" splice -q --schedule 4,16ms --block 64k "$OUT/paced" tcp/@HOST:@PORT)
 SCHED=$(awk -v b="$1" -v s="$2" 'BEGIN {printf "%.1f", b*8/s/1e6}')
+fi
 rm -f "$OUT/paced" "$PAR"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a/b}'; }
 {
+	if run file; then
 	echo "| setup | peer | Mbit/s | CPU s/GiB | CPU vs socat | CPU vs C sendfile |"
 	echo "|---|---|---:|---:|---:|---:|"
 	for setup in loopback veth; do
@@ -287,28 +302,40 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a/b}'; }
 		done
 	done
 	echo
+	fi
+	if run parallel; then
 	echo "| parallel on 1 Gbit/s | wirefs aggregate Mbit/s | wirefs Jain | C rw aggregate Mbit/s | C rw Jain |"
 	echo "|---|---:|---:|---:|---:|"
 	for n in 1 2 4; do
 		echo "| $n | ${AGG[wirefs,$n]} | ${JAIN[wirefs,$n]} | ${AGG[c-rw,$n]} | ${JAIN[c-rw,$n]} |"
 	done
 	echo
+	fi
+	if run relay; then
 	echo "| relay, loopback | Mbit/s | relay CPU s/GiB |"
 	echo "|---|---:|---:|"
 	for tool in wirefs socat; do echo "| $tool | ${RMBIT[$tool]} | ${RCPU[$tool]} |"; done
 	echo
+	fi
+	if run split; then
 	echo "| split to 3, loopback | Mbit/s per sink | CPU s/GiB of source |"
 	echo "|---|---:|---:|"
 	for tool in wirefs tee; do echo "| $tool | ${SMBIT[$tool]} | ${SCPU[$tool]} |"; done
 	echo
+	fi
+	if run merge; then
 	echo "| merge of 3, loopback | Mbit/s into the sink | CPU s/GiB |"
 	echo "|---|---:|---:|"
 	for tool in wirefs socat; do echo "| $tool | ${MMBIT[$tool]} | ${MCPU[$tool]} |"; done
 	echo
+	fi
+	if run fork; then
 	echo "| forking relay, loopback | requests/s | vs direct |"
 	echo "|---|---:|---:|"
 	for tool in direct wirefs socat; do echo "| $tool | ${CONNS[$tool]} | $(ratio "${CONNS[$tool]}" "${CONNS[direct]}") |"; done
 	echo
+	fi
+	if run pacing; then
 	echo "| --rate | measured Mbit/s | error |"
 	echo "|---|---:|---:|"
 	for rate in 1 10 100 500; do
@@ -317,5 +344,6 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a/b}'; }
 	echo
 	echo "--schedule 4,16ms --block 64k (at most 4×64 KiB per 16 ms, 131 Mbit/s): ${SCHED} Mbit/s."
 	echo
+	fi
 	echo "Runs per cell: $RUNS (medians); file $SIZE_MB MiB; $(nproc) CPUs; kernel $(uname -r); load average $(cut -d' ' -f1-3 /proc/loadavg); wirefs $(git rev-parse --short HEAD)."
 } | tee "$OUT/results.md"

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -627,11 +628,18 @@ func TestCancelSendfile(t *testing.T) {
 
 // TestCancelSendfileWhileMoving: on a slow link that keeps moving, a
 // cancellation interrupts an unpaced sendfile in the middle of its call,
-// not at the end of it (a 16 MiB call took 13 s at 10 Mbit/s; calls last
-// about progressEvery now). The receiver keeps reading, slowly, after
-// the cancellation; the bytes it reads before the transfer returns are
-// bounded by the socket buffers, whatever its pace and the call's size.
+// not at the end of it (a 16 MiB call took 13 s at 10 Mbit/s). Calls
+// last about Options.Progress, a second here, or ask for 1 GiB (0). The
+// receiver keeps reading, slowly, after the cancellation; the bytes it
+// reads before the transfer returns are bounded by the socket buffers,
+// whatever its pace and the call's size.
 func TestCancelSendfileWhileMoving(t *testing.T) {
+	for _, progress := range []time.Duration{0, time.Second} {
+		t.Run(fmt.Sprint("progress=", progress), func(t *testing.T) { cancelSendfileWhileMoving(t, progress) })
+	}
+}
+
+func cancelSendfileWhileMoving(t *testing.T, progress time.Duration) {
 	base := leakcheck.Take(t)
 	f := tempFile(t, make([]byte, 64<<20))
 	out, outPeer := tcpPair(t)
@@ -644,7 +652,7 @@ func TestCancelSendfileWhileMoving(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := Copy(ctx, end(t, "file", f), end(t, "tcp/out", out), Options{})
+		_, err := Copy(ctx, end(t, "file", f), end(t, "tcp/out", out), Options{Progress: progress})
 		done <- err
 	}()
 	var afterCancel int64
@@ -673,8 +681,8 @@ func TestCancelSendfileWhileMoving(t *testing.T) {
 		} else if read >= 8<<20 {
 			// Calls have grown to megabytes (twice the last while
 			// the buffers take them at once, then about a second
-			// of the reader's pace): the one running now has most
-			// of its bytes still to send.
+			// of the reader's pace), or there is one: the call
+			// running now has most of its bytes still to send.
 			cancel()
 			canceled = true
 		}

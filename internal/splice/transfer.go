@@ -22,6 +22,16 @@ type Options struct {
 	Pacer     *Pacer // rate, schedule, pause; nil: none
 	KeepGoing bool   // split: a failing sink is reported and dropped, the others continue
 	Stats     *Stats // filled while the transfer runs; nil: none kept
+	// Progress is about how long one unpaced sendfile that waits in the
+	// kernel may last, so how often Stats move (a progress bar wants
+	// about a second); 0: as long as the kernel lets it (1 GiB a call),
+	// the cheapest, Stats moving only between calls. A cancellation
+	// interrupts the call either way (End.interrupt); each call that
+	// waits costs the Go runtime a burst of wake-ups of its monitor
+	// thread (sysmon polls at 20 µs for a millisecond after a syscall
+	// that blocked): calls of a second cost a 1 GiB transfer on a 1
+	// Gbit/s link ~6 ms of CPU more than one call (~50 ms).
+	Progress time.Duration
 	// SinkFailed is told of every sink a split drops (KeepGoing).
 	SinkFailed func(error)
 }
@@ -159,19 +169,11 @@ const (
 	minFastChunk = 64 << 10
 )
 
-// progressEvery is about how long one unpaced sendfile that waits in the
-// kernel lasts: a cancellation interrupts it (End.interrupt), so its size
-// only says how often the transfer's Stats move. Every call that waits
-// costs the Go runtime a few dozen wake-ups of its monitor thread (sysmon
-// polls at 20 µs for a millisecond after a syscall that blocked), so the
-// fewer, the closer to a C sendfile loop.
-const progressEvery = time.Second
-
 // nextFastChunk sizes the next unpaced call after one that moved n bytes
 // in d: about per's worth at the rate it went, at most twice n, within
 // [minFastChunk, fastChunk]. per is how late a cancellation or a pause is
 // seen when nothing interrupts the call (copy_file_range: a 16 MiB call
-// took 13 s at 10 Mbit/s, and so did Ctrl-C), or progressEvery. Twice n at
+// took 13 s at 10 Mbit/s, and so did Ctrl-C), or Options.Progress. Twice n at
 // most: a call that only filled the socket buffer returns at once, which
 // says nothing of the link's rate.
 func nextFastChunk(n int, d, per time.Duration) int {
@@ -185,7 +187,7 @@ func nextFastChunk(n int, d, per time.Duration) int {
 // fast runs one of the single-call paths (sendfile, copy_file_range):
 // step moves up to max bytes and returns 0 at the end of src. When the
 // kernel refuses the very first step, ok is false and the caller takes
-// the pipe path.
+// the pipe path. Unpaced, calls last about per (0: each asks fastChunk).
 func fast(ctx context.Context, name string, src, dst *End, o Options, per time.Duration,
 	step func(max int) (int, error)) (moved int64, err error, ok bool) {
 	// Unpaced, one call may move much more than a block: the kernel
@@ -194,12 +196,15 @@ func fast(ctx context.Context, name string, src, dst *End, o Options, per time.D
 	block := o.block()
 	if o.Pacer == nil {
 		block = minFastChunk
+		if per == 0 {
+			block = fastChunk
+		}
 	}
 	for {
 		chunk := o.Pacer.chunk(block)
 		start := time.Now()
 		n, err := step(chunk)
-		if o.Pacer == nil {
+		if o.Pacer == nil && per > 0 {
 			block = nextFastChunk(n, time.Since(start), per)
 		}
 		if err != nil {
@@ -236,7 +241,7 @@ func sendfile(ctx context.Context, src, dst *End, o Options) (int64, error, bool
 		}
 	}
 	if inKernel {
-		return fast(ctx, "sendfile", src, dst, o, progressEvery, func(max int) (int, error) {
+		return fast(ctx, "sendfile", src, dst, o, o.Progress, func(max int) (int, error) {
 			var n int
 			var serr, werr error
 			cerr := src.rc.Control(func(sfd uintptr) {
