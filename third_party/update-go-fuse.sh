@@ -10,6 +10,6 @@ src=$(cd .. && GOFLAGS=-mod=mod go mod download -json "github.com/hanwen/go-fuse
 rm -rf go-fuse
 cp -r "$src" go-fuse
 chmod -R u+w go-fuse
-patches="go-fuse-poll.patch go-fuse-nonblock.patch"
+patches="go-fuse-poll.patch go-fuse-nonblock.patch go-fuse-datareply.patch"
 for p in $patches; do patch -d go-fuse -p1 < "$p"; done
 echo "third_party/go-fuse: go-fuse $version + $patches"

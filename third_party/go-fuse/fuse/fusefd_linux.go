@@ -24,7 +24,7 @@ func (r *fuseFD) write(req *request) Status {
 			return r.writeWithSlice(req, ws)
 		}
 
-		if r.server.canSplice && !r.server.opts.DisableSplice {
+		if r.server.canSplice && !r.server.opts.DisableSplice && fromFd(req.readResult) {
 			err := r.trySplice(req, req.readResult)
 			if err == nil {
 				return OK
@@ -40,4 +40,16 @@ func (r *fuseFD) write(req *request) Status {
 
 	_, err := r.writevFD([][]byte{req.outHeaderBuf, req.outDataBuf, req.outPayload})
 	return ToStatus(err)
+}
+
+// fromFd reports whether trySplice can move res: data in a file
+// descriptor. Bytes in memory (ReadResultData) go out with one writev;
+// trying the splice first cost them a write of the header into a pipe
+// and the pipe's draining, for nothing.
+func fromFd(res ReadResult) bool {
+	switch res.(type) {
+	case seekableResult, statefulResult:
+		return true
+	}
+	return false
 }
