@@ -39,13 +39,16 @@ os.symlink("/net/dns", "link")
 libc = ctypes.CDLL(None)
 libc.realpath.restype = ctypes.c_char_p
 print("realpath", libc.realpath(b"link/localhost", None).decode(), libc.realpath(os.path.abspath("link/localhost").encode(), None).decode())
+os.chdir("/net/dns")
+print("realpath in", libc.realpath(b"localhost", None).decode(), libc.realpath(b"../tcp/..", None).decode())
 os.chdir("/")
 print("relative", stat.S_ISDIR(os.stat("net/tcp").st_mode))
 `
 	forEachIdentity(t, func(t *testing.T, e *env) {
 		fast := e.run("", "-timing", python, "-c", script)
 		want := []string{"dir True\n", "read 127.0.0.1\n", "xattr True\n",
-			"realpath /net/dns/localhost /net/dns/localhost\n", "relative True\n"}
+			"realpath /net/dns/localhost /net/dns/localhost\n",
+			"realpath in /net/dns/localhost /net\n", "relative True\n"}
 		e.want(fast, 0, want...)
 		os.Remove(filepath.Join(e.dir, "link"))
 		slow := e.run("", "-timing", "-nofast", python, "-c", script)

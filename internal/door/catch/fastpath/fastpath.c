@@ -6,10 +6,10 @@
 // before. Static programs never load it and keep trapping: nothing depends
 // on it but speed.
 //
-// A name is local here exactly when the supervisor's cheap tests say so
-// (names.go: mayReach, relMayReach, mayBeURL); the supervisor would answer
-// such a call CONTINUE without looking at anything else. The tests are
-// given by the environment:
+// A name is local here only when the supervisor would find it local
+// without looking at the program (see local below; TestFastPathAgrees
+// holds the two together); the supervisor would answer such a call
+// CONTINUE. The names are given by the environment:
 //   WIREFS_CATCH_FIRSTS  "/net/src": the first components of every local
 //                        name the namespace is shown at;
 //   WIREFS_CATCH_URL     "1" when URL names ("sftp://h/x") are caught.
@@ -65,21 +65,40 @@ static int isfirst(const char *p, size_t n) {
 	return 0;
 }
 
-// local says whether the name p cannot be a namespace name: names.go's
-// mayReach for absolute names, mayBeURL and relMayReach for relative ones.
+// local says whether the name p cannot be a namespace name. An absolute
+// name is one when the first component of its lexically clean form is
+// not a root's (the supervisor's whereIs cleans it with path.Clean and
+// matches the roots, which all begin with one of firsts); a relative one
+// when names.go's mayBeURL and relMayReach say so (one with ".." needs
+// the working directory, which only the supervisor looks at).
 static int local(const char *p) {
 	if (p == NULL || p[0] == 0)
 		return 1; // the supervisor lets both run: EFAULT, or a descriptor's call
-	if (strstr(p, "..") != NULL)
-		return 0; // only path.Clean can tell
 	if (p[0] == '/') {
-		while (*p == '/')
-			p++;
-		size_t n = strcspn(p, "/");
-		if (n == 0 || (n == 1 && p[0] == '.'))
-			return 0;
-		return !isfirst(p, n);
+		const char *first = NULL;
+		size_t first_n = 0;
+		int depth = 0; // of the clean name so far
+		for (;;) {
+			while (*p == '/')
+				p++;
+			if (*p == 0)
+				break;
+			size_t n = strcspn(p, "/");
+			if (n == 2 && p[0] == '.' && p[1] == '.') {
+				if (depth > 0)
+					depth--;
+			} else if (!(n == 1 && p[0] == '.')) {
+				if (depth++ == 0) {
+					first = p;
+					first_n = n;
+				}
+			}
+			p += n;
+		}
+		return depth == 0 || !isfirst(first, first_n); // depth 0: "/"
 	}
+	if (strstr(p, "..") != NULL)
+		return 0;
 	if (urls) {
 		const char *u = strstr(p, "://");
 		if (u != NULL && u > p && memchr(p, '/', u - p) == NULL)
@@ -271,13 +290,12 @@ ssize_t llistxattr(const char *name, char *list, size_t size) {
 // realpath: compilers canonicalise every directory they search with
 // realpath(3), whose readlink of each component the C library makes
 // from inside itself (make -B of a C project: 71 % of its traps). So
-// realpath is glibc 2.36's algorithm (stdlib/canonicalize.c) here, for
-// absolute names, with each readlink made through the trampoline while
-// the name resolved so far is local. Anything else — a relative name
-// (it needs the working directory, which the supervisor may be showing
-// as a namespace name), a name or link reaching the namespace, one longer
-// than the small buffers — is glibc's own realpath from the start, and
-// traps as before: the readlinks have no effect to undo.
+// realpath is glibc 2.36's algorithm (stdlib/canonicalize.c) here, with
+// each readlink made through the trampoline while
+// the name resolved so far is local. Anything else — a name or link
+// reaching the namespace, a working directory in it, a name longer than
+// the small buffers — is glibc's own realpath from the start, and traps
+// as before: the readlinks have no effect to undo.
 
 #define RP_BUF 1024       // glibc starts with buffers of this size and grows them
 #define ELOOP_THRESHOLD 40 // glibc's __eloop_threshold on Linux
@@ -308,10 +326,19 @@ static int suffix_requires_dir_check(const char *end) {
 // glibc's realpath must do it.
 static int fast_realpath(const char *name, char *resolved, char **out) {
 	char rname[RP_BUF], extra[RP_BUF], link[RP_BUF];
-	if (tramp == NULL || name == NULL || name[0] != '/')
+	if (tramp == NULL || name == NULL || name[0] == 0)
 		return 0;
 	char *dest = rname;
-	*dest++ = '/';
+	if (name[0] == '/')
+		*dest++ = '/';
+	else {
+		// glibc starts from getcwd, which traps: the supervisor shows
+		// a working directory in the namespace by its namespace name,
+		// which local then refuses.
+		if (getcwd(rname, RP_BUF) == NULL || rname[0] != '/')
+			return 0;
+		dest = rname + strlen(rname);
+	}
 	const char *start, *end;
 	int nlinks = 0, failed = 1;
 	for (start = name; *start; start = end) {
