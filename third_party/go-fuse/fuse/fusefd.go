@@ -127,7 +127,14 @@ func (r *fuseFD) readRequest() (req *requestAlloc, code Status) {
 			n, err = syscall.Read(int(fd), dest)
 			return err != syscall.EAGAIN
 		}); cerr != nil {
-			return cerr
+			// The poller reports a connection the kernel ended
+			// (EPOLLERR: the file system is unmounted) as an error
+			// of its own; read(2) says ENODEV, which loop knows.
+			if cerr := r.withFD(func(fd int) {
+				n, err = syscall.Read(fd, dest)
+			}); cerr != nil {
+				return cerr
+			}
 		}
 		return err
 	})
