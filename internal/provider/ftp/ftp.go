@@ -26,7 +26,8 @@
 //     closes the data connection and waits at most abortWait for the
 //     server's reply.
 //   - Store: STOR to a temporary name, then RNFR/RNTO over the name (see
-//     Store for the servers that need otherwise); APPE for appends; SITE
+//     Store for the servers that need otherwise), the old file's mode from
+//     STAT PATH (its ls line on the control connection) meanwhile; APPE for appends; SITE
 //     CHMOD for modes; MKD, RMD, DELE, RNFR/RNTO.
 //   - Round trips: a store sends EPSV with STOR, and its data without
 //     waiting for the 150, then SITE CHMOD, RNFR and RNTO in one write
@@ -95,6 +96,7 @@ type Backend struct {
 	// the directories where they cannot be created (Store);
 	// warnedReplace: the log said that its RNTO does not replace.
 	inPlace, warnedReplace atomic.Bool
+	noStat                 atomic.Bool // STAT PATH lists nothing here (statMode)
 	noTemp                 sync.Map
 
 	mu   sync.Mutex
@@ -412,12 +414,28 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 	tmp := remote.TempName(p)
 	rewind := rewinder(r)
 	src := counting(r, size)
-	// p's mode, from its parent's listing on another connection while
-	// the data go; SIZE first, so that a new file costs no listing.
+	// p's mode, on another connection while the data go: STAT's
+	// listing of p (statMode), else SIZE (a new file costs no listing)
+	// and its parent's listing.
 	mode := make(chan os.FileMode, 1)
 	go func() {
 		m := perm
 		b.do(ctx, "store", p, func(pc *pconn) error {
+			if !b.noStat.Load() {
+				old, found, err := pc.statMode(p)
+				if err == nil {
+					if found {
+						m = old & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
+					}
+					return nil
+				}
+				if isConnLoss(err) {
+					return err
+				}
+				if !b.noStat.Swap(true) {
+					b.log.Debug("ftp: the server lists no file with STAT; a store looks at the directory's listing", "server", b.srv.Host, "err", err)
+				}
+			}
 			if _, err := pc.sc.FileSize(b.serverPath(p)); err != nil && isConnLoss(err) {
 				return err
 			} else if err != nil {
@@ -464,6 +482,29 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 		b.dropTemp(ctx, tmp)
 	}
 	return err
+}
+
+// statMode looks for p's line in the listing STAT PATH sends on the
+// control connection (RFC 959: LIST's lines, in the reply): one round
+// trip and no data connection, where the parent's LIST costs four and a
+// half. found is false when the listing has no line for p (a new file).
+// A refusal (a server without STAT of a path) is the error.
+func (pc *pconn) statMode(p string) (mode os.FileMode, found bool, err error) {
+	if err := pc.send("STAT " + pc.b.serverPath(p)); err != nil {
+		return 0, false, err
+	}
+	_, msg, err := pc.reply(2)
+	if err != nil {
+		return 0, false, err
+	}
+	name := path.Base(p)
+	for _, line := range strings.Split(msg, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if f := parseLine(line); f.hasMode && strings.HasSuffix(line, " "+name) {
+			return f.mode, true, nil
+		}
+	}
+	return 0, false, nil
 }
 
 // rewinder returns a func that puts r back where it is now, when r can

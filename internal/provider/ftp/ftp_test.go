@@ -248,13 +248,20 @@ func TestStoreAndReadBack(t *testing.T) {
 	if fi, _ := os.Stat(filepath.Join(f.root, "dir/big.bin")); fi.Mode().Perm() != 0o600 {
 		t.Errorf("new file mode %v, want 0600", fi.Mode().Perm())
 	}
-	// Replacing keeps the mode and leaves exactly the new contents.
+	// Replacing keeps the mode and leaves exactly the new contents; the
+	// mode comes from STAT's listing of the file, not a LIST of its
+	// directory (a data connection and three round trips more).
+	mustDo(t, os.Chmod(filepath.Join(f.root, "old"), 0o640))
+	lists := f.srv.Commands("LIST")
 	mustDo(t, b.Store(ctx, "/old", strings.NewReader("short"), 5, 0o600))
 	if got, _ := os.ReadFile(filepath.Join(f.root, "old")); string(got) != "short" {
 		t.Errorf("replaced file holds %q", got)
 	}
-	if fi, _ := os.Stat(filepath.Join(f.root, "old")); fi.Mode().Perm() != 0o644 {
-		t.Errorf("replaced file mode %v, want the old 0644", fi.Mode().Perm())
+	if fi, _ := os.Stat(filepath.Join(f.root, "old")); fi.Mode().Perm() != 0o640 {
+		t.Errorf("replaced file mode %v, want the old 0640", fi.Mode().Perm())
+	}
+	if n := f.srv.Commands("LIST") - lists; n != 0 {
+		t.Errorf("a replacing store listed the directory %d times, want none (STAT)", n)
 	}
 	mustDo(t, b.Store(ctx, "/empty", strings.NewReader(""), 0, 0))
 	if fi, err := os.Stat(filepath.Join(f.root, "empty")); err != nil || fi.Size() != 0 {
