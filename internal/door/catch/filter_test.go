@@ -1,9 +1,14 @@
 package catch
 
 import (
+	"context"
 	"encoding/binary"
+	"log/slog"
+	"os"
 	"syscall"
 	"testing"
+	"time"
+	"unsafe"
 )
 
 // runBPF interprets the subset of classic BPF the filter uses, over a
@@ -169,5 +174,40 @@ func TestSyscallTable(t *testing.T) {
 		if c.kind == kTwo && (c.path2 <= 0 || c.path2 > 5) {
 			t.Errorf("%s: no second path", c.name)
 		}
+	}
+}
+
+// TestReceiveEndsWithItsProcesses: once no process is left under the
+// filter, the receiver returns instead of spinning on the kernel's
+// ENOENT until the supervisor exits.
+func TestReceiveEndsWithItsProcesses(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd, err := startCommand(self, []*os.File{os.Stdin, os.Stdout, os.Stderr}, []string{"true"}, trapNamespace, os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.stop()
+	listener, msg, err := receiveListener(cmd.sock)
+	if err != nil || listener < 0 {
+		t.Skipf("no seccomp listener here: %v %s", err, msg)
+	}
+	defer syscall.Close(listener)
+	names, err := newNames("/net", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(context.Background(), listener, nil, names, "", nil, cmd.ptraceMu, slog.Default(), int(unsafe.Sizeof(notif{})))
+	done := make(chan struct{})
+	go func() { s.receive(); close(done) }()
+	if status := <-cmd.exited; status != 0 {
+		t.Fatalf("true: status %d", status)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the receiver still runs with no process left under its filter")
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	fusedoor "wirefs/internal/door/fuse"
 	"wirefs/internal/ns"
 )
@@ -53,9 +55,16 @@ func (s *server) receive() {
 		_, e := ioctl(s.fd, ioctlNotifRecv, uintptr(unsafe.Pointer(&raw[0])))
 		switch e {
 		case 0:
-		case syscall.EINTR, syscall.ENOENT:
-			// ENOENT: the target was interrupted or died before
-			// we got its notification.
+		case syscall.EINTR:
+			continue
+		case syscall.ENOENT:
+			// The target was interrupted or died before we got its
+			// notification — or every process of the filter is
+			// gone, after which every receive says ENOENT at once:
+			// the loop would spin until this process exits.
+			if s.listenerHungUp() {
+				return
+			}
 			continue
 		default:
 			if s.ctx.Err() == nil {
@@ -68,6 +77,14 @@ func (s *server) receive() {
 			return // another receiver took over meanwhile
 		}
 	}
+}
+
+// listenerHungUp reports whether no process is left that could trap (the
+// kernel then reports POLLHUP on the listener).
+func (s *server) listenerHungUp() bool {
+	fds := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n == 1 && fds[0].Revents&unix.POLLHUP != 0
 }
 
 // respond answers with a value or an errno.
