@@ -119,8 +119,17 @@ func (s *server) send(r *notifResp) {
 // valid reports whether the notification still stands (the target has not
 // died or been interrupted): after reading its memory, before acting.
 func (s *server) valid(id uint64) bool {
-	_, e := ioctl(s.fd, ioctlNotifIDValid, uintptr(unsafe.Pointer(&id)))
-	return e == 0
+	for {
+		_, e := ioctl(s.fd, ioctlNotifIDValid, uintptr(unsafe.Pointer(&id)))
+		// EINTR: a signal (Go's preemption, SIGURG) came while the
+		// kernel waited for the filter's lock, which is contended
+		// under load. Taken for "no longer valid", it cancelled a
+		// call whose target still waited, and the target got the
+		// call's EINTR (os.utime under wirefs run, seen once in CI).
+		if e != syscall.EINTR {
+			return e == 0
+		}
+	}
 }
 
 // where is a path argument resolved: local (continue) or rel inside the
