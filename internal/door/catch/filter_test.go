@@ -186,6 +186,10 @@ func TestReceiveEndsWithItsProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd, err := startCommand(self, []*os.File{os.Stdin, os.Stdout, os.Stderr}, []string{"true"}, trapNamespace, os.Environ())
+	// startCommand made this process the child subreaper: the later
+	// tests' orphans would become its zombies, which still count as
+	// processes left behind.
+	defer syscall.RawSyscall6(syscall.SYS_PRCTL, prSetChildSubreap, 0, 0, 0, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
