@@ -4,8 +4,10 @@ import (
 	"context"
 	"os"
 	"path"
+	"syscall"
 	"time"
 
+	"wirefs/internal/ns"
 	"wirefs/internal/remote"
 )
 
@@ -137,6 +139,15 @@ func (f *file) create(perm os.FileMode) (info remote.Info, created bool, err err
 	if f.info.Size >= 0 && !f.removed {
 		return f.info, false, nil
 	}
+	if err := f.makeNewLocked(perm); err != nil {
+		return remote.Info{}, false, err
+	}
+	return f.info, true, nil
+}
+
+// makeNewLocked (io held exclusively) makes f a new, empty file with
+// permissions perm, dirty until written back.
+func (f *file) makeNewLocked(perm os.FileMode) error {
 	f.dropDataLocked()
 	now := time.Now()
 	f.removed = false
@@ -144,11 +155,29 @@ func (f *file) create(perm os.FileMode) (info remote.Info, created bool, err err
 	f.version = remote.Info{Size: -1}
 	f.checked, f.epoch = now, f.t.c.epoch.Load()
 	if err := f.markDirtyLocked(0); err != nil {
-		return remote.Info{}, false, err
+		return err
 	}
 	f.mtime = now
 	f.writeGen++
-	return f.info, true, nil
+	return nil
+}
+
+// appendToVanished makes f, whose data an O_APPEND write needed and the
+// server no longer has (removed or renamed away since we looked: a log
+// rotated there), a new file for the write to start, as the write-back
+// of appends to a vanished file does (appendToNew) and as sshfs would
+// after the rotation. It keeps f's mode.
+func (f *file) appendToVanished() error {
+	f.io.Lock()
+	defer f.io.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dirty {
+		return nil // made new, or written, meanwhile
+	}
+	f.t.c.log.Info("cache: the file is gone from the server; the appended bytes start a new file of its name",
+		"server", f.t.key, "path", f.path)
+	return f.makeNewLocked(f.info.Mode.Perm() | f.info.Mode&specialBits)
 }
 
 // writeAt writes p at off, or at the end of the file when appending
@@ -160,7 +189,12 @@ func (f *file) writeAt(ctx context.Context, p []byte, off int64, appending bool)
 		defer f.appendMu.Unlock()
 	}
 	for {
-		if err := f.makeDirty(ctx, -1); err != nil {
+		if err := f.makeDirty(ctx, -1); appending && ns.Errno(err) == syscall.ENOENT {
+			if err := f.appendToVanished(); err != nil {
+				return 0, err
+			}
+			continue
+		} else if err != nil {
 			return 0, err
 		}
 		// io is held shared until the bytes and the new length are

@@ -258,3 +258,25 @@ func TestOpenOfVanishedFile(t *testing.T) {
 		t.Fatalf("lookup after the failed open: %v, want ENOENT", err)
 	}
 }
+
+// TestAppendToVanishedUncachedFile: a file the cache knows from a listing
+// but never fetched is removed on the server; an O_APPEND write needs its
+// data, which the server no longer has: the record starts a new file of
+// that name (as after a rotation) instead of the write failing ENOENT.
+func TestAppendToVanishedUncachedFile(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	b.put(t, "/log", []byte("old contents\n"))
+	root := c.Root("local://vanished-uncached", b, Options{})
+	n := lookup(t, root, "log")
+	os.Remove(b.local("/log"))
+	if err := appendRecord(t, n, "new\n"); err != nil {
+		t.Fatalf("append to a file gone from the server: %v", err)
+	}
+	if got, _ := b.get("/log"); string(got) != "new\n" {
+		t.Fatalf("the server's file is %q, want the record alone", got)
+	}
+	if got := cat(t, root, "log"); string(got) != "new\n" {
+		t.Fatalf("read through the cache: %q", got)
+	}
+}
