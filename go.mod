@@ -30,3 +30,5 @@ require (
 )
 
 replace github.com/hanwen/go-fuse/v2 => ./third_party/go-fuse
+
+replace github.com/pkg/sftp => ./third_party/pkg-sftp

@@ -80,37 +80,58 @@ func (f *file) writeBack(ctx context.Context) error {
 			f.io.Unlock()
 			return nil
 		}
+		var pipe *appendPipe
 		if ch := f.storing; ch != nil {
-			appends := f.changesLocked().appendOnly()
-			f.mu.Unlock()
-			f.io.Unlock()
-			if appends {
-				f.openAhead() // for the next write-back, ours or a later closer's
+			if next := f.changesLocked(); !f.joinableLocked(next) {
+				f.mu.Unlock()
+				f.io.Unlock()
+				if next.appendOnly() {
+					f.openAhead() // for the next write-back, ours or a later closer's
+				}
+				select {
+				case <-ch:
+					continue
+				case <-ctx.Done():
+					return ctx.Err()
+				}
 			}
-			select {
-			case <-ch:
-				continue
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+			pipe = f.pipe // ours goes out behind the ones in flight (appendpipe.go)
+			pipe.users++
 		}
-		ch := make(chan struct{})
+		prev, ch := f.storing, make(chan struct{})
 		f.storing = ch
 		s := f.takeSnapshotLocked()
 		p, mode, mtime := s.path, f.info.Mode, s.mtime
 		b, err := f.acquireLocked()
+		turn := f.sends.take()
 		f.mu.Unlock()
 		f.io.Unlock()
 		serverSize := s.size
-		if err == nil {
-			serverSize, err = f.send(ctx, b, s, mode)
+		var wait func(context.Context) (int64, error)
+		f.sends.await(turn)
+		if err == nil && pipe != nil {
+			wait = f.startAppend(pipe, b, s)
+		} else if err == nil {
+			wait, pipe = f.start(ctx, b, s, mode)
+		}
+		f.sends.done()
+		if wait != nil {
+			serverSize, err = wait(ctx)
+		}
+		if prev != nil {
+			<-prev // the pipe's write-backs settle in order
 		}
 		f.io.Lock()
 		f.mu.Lock()
+		if pipe != nil {
+			err = f.leavePipeLocked(pipe, err)
+		}
 		if b != nil {
 			f.releaseLocked(b)
 		}
-		f.storing = nil
+		if f.storing == ch {
+			f.storing = nil
+		}
 		close(ch)
 		var info remote.Info
 		var setTimes *[2]time.Time
@@ -318,8 +339,10 @@ func (f *file) changesLocked() snapshot {
 }
 
 // restoreSnapshotLocked puts back what a failed write-back did not send.
+// Several failed write-backs of a pipe go back as one, from the earliest
+// base.
 func (f *file) restoreSnapshotLocked(s snapshot) {
-	f.base, f.retried = s.base, true
+	f.base, f.retried = min(f.base, s.base), true
 	f.low = min(f.low, s.low)
 	for _, r := range s.changed {
 		f.changed = f.changed.add(r.off, r.end)
@@ -338,7 +361,9 @@ func (f *file) noteChangeLocked(off, end int64) {
 // send sends the changes of snapshot s from data file b and returns the
 // server's length afterwards (s.size unless another writer appended; -1
 // when an append does not tell).
-func (f *file) send(ctx context.Context, b *blob, s snapshot, mode os.FileMode) (int64, error) {
+//
+// af is the server's file opened ahead for an append (nil: none).
+func (f *file) send(ctx context.Context, b *blob, s snapshot, mode os.FileMode, af remote.AppendFile) (int64, error) {
 	t := f.t
 	ap, _ := t.w.(remote.Appender)
 	pa, _ := t.w.(remote.Patcher)
@@ -357,7 +382,7 @@ func (f *file) send(ctx context.Context, b *blob, s snapshot, mode os.FileMode) 
 		data := io.NewSectionReader(b.f, s.base, s.size-s.base)
 		var n int64
 		var err error
-		if af := f.takeAhead(ctx, s.path); af != nil {
+		if af != nil {
 			n, err = af.Append(ctx, data, s.size-s.base)
 			af.Close()
 		} else {

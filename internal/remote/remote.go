@@ -164,6 +164,23 @@ type AppendFile interface {
 	Close()
 }
 
+// AppendStarter is an AppendFile whose appends may overlap: StartAppend
+// sends data and returns, and wait returns the server's answer. Appends
+// started one after another (each StartAppend returned before the next)
+// land in that order, so several write-backs of one file go out while
+// the first is still on its way, as several writers' writes do through
+// sshfs. If one fails, those started after it may have landed before its
+// bytes would have: the caller sends them all again in place. Close
+// releases the file once every wait returned.
+type AppendStarter interface {
+	AppendFile
+	// StartAppend sends data, at most StartMax bytes; wait must be
+	// called once.
+	StartAppend(data []byte) (wait func(ctx context.Context) error)
+	// StartMax is the most bytes one StartAppend sends.
+	StartMax() int
+}
+
 // Patcher is implemented by writable backends that can change part of an
 // existing file, so that a write-back sends what changed, not the file.
 type Patcher interface {

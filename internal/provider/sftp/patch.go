@@ -97,6 +97,41 @@ func (a *appendFile) appendOne(ctx context.Context, r io.Reader, n int64) (int64
 	return -1, err
 }
 
+var _ remote.AppendStarter = (*appendFile)(nil)
+
+// StartAppend sends data as one write (pkg/sftp's StartWriteAt, a patch
+// of ours: third_party/README.md): OpenSSH appends the writes to a file
+// opened with SSH_FXF_APPEND in the order they arrive, and they arrive in
+// the order they were sent on the one connection. The watchdog counts the
+// answer's wait like a call's.
+func (a *appendFile) StartAppend(data []byte) func(ctx context.Context) error {
+	if why := a.c.Err(); why != nil {
+		// The connection ended since the open; the caller sends the
+		// bytes again on the next one.
+		return func(context.Context) error { return a.b.s.Wrap("append", a.p, why) }
+	}
+	if len(data) > a.StartMax() {
+		err := a.b.srv.Errorf(syscall.EINVAL, "append", a.p, "%d bytes do not fit in one packet of %d", len(data), a.StartMax())
+		return func(context.Context) error { return err }
+	}
+	end := session.Begin(a.c)
+	wait := a.f.StartWriteAt(data, 0)
+	return func(ctx context.Context) error {
+		_, err := wait(ctx)
+		end()
+		if err != nil && ctx.Err() != nil {
+			return a.b.s.Wrap("append", a.p, session.Interrupted(ctx))
+		}
+		if isFailure(err) {
+			err = a.b.fsFailure(a.c, "append", a.p, path.Dir(a.p), int64(len(data)), err)
+		}
+		return a.b.s.Judge(a.c, "append", a.p, err)
+	}
+}
+
+// StartMax is one packet: StartWriteAt sends no more.
+func (a *appendFile) StartMax() int { return a.c.packet }
+
 // Close closes the file behind the caller's back: nothing waits for it.
 func (a *appendFile) Close() {
 	a.b.s.Go(func() {

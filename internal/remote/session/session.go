@@ -200,6 +200,18 @@ func (s *Session[C]) Drop(c C, why error) {
 }
 
 // bracket runs fn as a wait of c's watchdog, if it has one.
+// Begin counts a request whose answer is waited for outside On (sent
+// now, its answer awaited later) as a wait of c's watchdog, until end is
+// called: a server that stops answering it is cut like one that stalls a
+// call.
+func Begin[C Conn](c C) (end func()) {
+	if d := c.line().dog; d != nil {
+		d.Begin()
+		return d.End
+	}
+	return func() {}
+}
+
 func bracket[C Conn, T any](c C, fn func() (T, error)) (T, error) {
 	if d := c.line().dog; d != nil {
 		d.Begin()
