@@ -247,10 +247,11 @@ func TestRangeAskedBeforeTheOneInFront(t *testing.T) {
 		t.Errorf("%d RETR for three ranges asked out of order, want 1", n)
 	}
 
-	// A gap nobody fills by the time the transfer reaches it: the range
-	// waiting beyond it gets a transfer of its own.
-	// (On a new session: the first transfer is parked at 3 MiB.)
-	b = f.dialPark(t, time.Minute)
+	// A gap nobody fills by the time the transfer reaches it, nor
+	// within gapGrace after: the range waiting beyond it gets a transfer
+	// of its own. (On a new session: the first transfer is parked at
+	// 3 MiB.)
+	b = f.dialPark(t, 50*time.Millisecond)
 	r1, err = b.ReadRange(ctx, "/big", 0, 1<<20)
 	mustDo(t, err)
 	go read(3<<20 + 1<<19)
@@ -288,5 +289,32 @@ func TestRangeAskedBeforeTheOneInFront(t *testing.T) {
 	}
 	if n := f.srv.Commands("RETR"); n != 4 {
 		t.Errorf("%d RETR, want 4 (one more for three ranges)", n)
+	}
+
+	// The transfer reaches a gap while a range waits beyond it, before
+	// the range that fills it is asked for (its data came first): the
+	// transfer waits at the gap (gapGrace) with the range beyond in
+	// line, and the range that fills the gap takes it and hands it on.
+	b = f.dialPark(t, time.Minute)
+	r1, err = b.ReadRange(ctx, "/big", 0, 1<<20)
+	mustDo(t, err)
+	go read(2 << 20)
+	waitFor(t, "the range beyond the gap to wait", inLine(1))
+	first, err = io.ReadAll(r1)
+	mustDo(t, err)
+	mustDo(t, r1.Close())
+	waitFor(t, "the transfer to wait at the gap", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		ss := b.streams["/big"]
+		return len(ss) == 1 && ss[0].parked != nil && len(ss[0].next) == 1
+	})
+	gapData, err = readRange(b, ctx, "/big", 1<<20, 1<<20)
+	mustDo(t, err)
+	if beyond := <-later; !bytes.Equal(append(append(first, gapData...), beyond...), data[:3<<20]) {
+		t.Error("the ranges around a transfer that waited at a gap differ")
+	}
+	if n := f.srv.Commands("RETR"); n != 5 {
+		t.Errorf("%d RETR, want 5 (one more for three ranges)", n)
 	}
 }
