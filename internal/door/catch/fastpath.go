@@ -3,6 +3,7 @@ package catch
 import (
 	_ "embed"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -73,6 +74,10 @@ func fastPath(runtimeDir string, env []string, m *names) ([]string, func(), erro
 	}
 	cleanup := func() { os.RemoveAll(dir) }
 	lib := filepath.Join(dir, "fastpath.so")
+	if strings.ContainsAny(lib, " :") { // LD_PRELOAD's separators
+		cleanup()
+		return nil, nil, fmt.Errorf("%s cannot be named in LD_PRELOAD", lib)
+	}
 	if err := os.WriteFile(lib, fastpathLib, 0o644); err == nil {
 		err = os.Chmod(dir, 0o755) // MkdirTemp made it 0700
 	}
