@@ -462,6 +462,20 @@ func TestFTPS(t *testing.T) {
 	if l, err := b.List(ctx, "/"); err != nil || len(l) != 2 {
 		t.Errorf("List over FTPS: %v %v", l, err)
 	}
+	// Over TLS too: reads on data connections made ahead (arm.go), and
+	// logins from the script (login.go) for the connections beyond the
+	// first (the store looked up the mode on a second one).
+	for range 3 {
+		if got := readAll(t, b, "/a.txt", 0, -1); string(got) != "secure" {
+			t.Errorf("read again over FTPS: %q", got)
+		}
+	}
+	b.mu.Lock()
+	scripted, noScript := len(b.script) > 0, b.noScript
+	b.mu.Unlock()
+	if n := b.liveConns(); n < 2 || !scripted || noScript {
+		t.Errorf("%d connections, login script kept %v, given up %v: want 2 or more, true, false", n, scripted, noScript)
+	}
 	// Without the test's trust root the certificate is refused.
 	_, err := Dial(ctx, f.server, remote.Options{Home: f.home, TLS: true, Timeout: 10 * time.Second})
 	wantErrno(t, "FTPS with an untrusted certificate", err, syscall.EACCES)
