@@ -20,6 +20,7 @@
 // Build: see gen.go in the parent directory (cc, no other dependency).
 
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -139,11 +140,13 @@ static long fast(int dirfd, const char *name, long nr, long a, long b, long c, l
 static int (*next_openat)(int, const char *, int, ...);
 static char *(*next_realpath)(const char *, char *);
 static char *(*next_realpath_chk)(const char *, char *, size_t);
+static DIR *(*next_opendir)(const char *);
 
 __attribute__((constructor)) static void init(void) {
 	next_openat = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
 	next_realpath = (char *(*)(const char *, char *))dlsym(RTLD_NEXT, "realpath");
 	next_realpath_chk = (char *(*)(const char *, char *, size_t))dlsym(RTLD_NEXT, "__realpath_chk");
+	next_opendir = (DIR * (*)(const char *)) dlsym(RTLD_NEXT, "opendir");
 	const char *f = getenv("WIREFS_CATCH_FIRSTS");
 	if (f == NULL || f[0] != '/')
 		return;
@@ -211,6 +214,31 @@ int openat64(int dirfd, const char *name, int flags, ...) __attribute__((alias("
 
 static int do_fstatat(int dirfd, const char *name, struct stat *st, int flags) {
 	return fast(dirfd, name, SYS_newfstatat, dirfd, (long)name, (long)st, flags, 0);
+}
+
+// opendir opens a local directory as glibc's does (the same flags), then
+// makes the stream with fdopendir: ls -R opens every directory so, from
+// inside glibc.
+DIR *opendir(const char *name) {
+	if (tramp == NULL || name[0] == 0 || !local(name)) {
+		if (next_opendir == NULL) {
+			errno = ENOSYS;
+			return NULL;
+		}
+		return next_opendir(name);
+	}
+	long fd = tramp(SYS_openat, AT_FDCWD, (long)name, O_RDONLY | O_NONBLOCK | O_DIRECTORY | O_CLOEXEC, 0, 0, 0);
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	DIR *d = fdopendir(fd);
+	if (d == NULL) {
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	return d;
 }
 
 int fstatat(int dirfd, const char *name, struct stat *st, int flags) {
