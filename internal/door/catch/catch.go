@@ -185,7 +185,11 @@ func Run(n *ns.Namespace, o Options) (int, error) {
 	}
 	env := os.Environ()
 	if n != nil && !o.NoFastPath {
-		fenv, cleanup, err := fastPath(o.RuntimeDir, env, names)
+		doorBase := ""
+		if mnt != "" {
+			doorBase = filepath.Dir(mnt)
+		}
+		fenv, cleanup, err := fastPath(o.RuntimeDir, doorBase, env, names, o.Log)
 		if err != nil {
 			o.Log.Warn("catch: no fast path: every path call traps", "err", err)
 		} else {

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -55,8 +56,10 @@ const stNoexec = 8 // ST_NOEXEC of statfs(2)'s f_flags
 // executables, and returns the command's environment, env with the
 // library preloaded after any library the user preloads (an interposer
 // of theirs keeps coming first), and the cleanup that removes the
-// directory.
-func fastPath(runtimeDir string, env []string, m *names) ([]string, func(), error) {
+// directory. Libraries left there by supervisors that were killed are
+// removed first, unless doorBase, where the private door's directory
+// is, is the same directory (hiddenDir cleaned it already).
+func fastPath(runtimeDir, doorBase string, env []string, m *names, log *slog.Logger) ([]string, func(), error) {
 	base := ""
 	for _, d := range []string{os.TempDir(), runtimeDir} {
 		var st syscall.Statfs_t
@@ -67,6 +70,9 @@ func fastPath(runtimeDir string, env []string, m *names) ([]string, func(), erro
 	}
 	if base == "" {
 		return nil, nil, errors.New("no directory that allows executables for the library")
+	}
+	if real, err := filepath.EvalSymlinks(base); err != nil || real != doorBase {
+		removeStale(base, log)
 	}
 	dir, err := os.MkdirTemp(base, hiddenPrefix+strconv.Itoa(os.Getpid())+"-lib-")
 	if err != nil {

@@ -2,6 +2,7 @@ package catch_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -71,4 +72,27 @@ print("relative", stat.S_ISDIR(os.stat("net/tcp").st_mode))
 			t.Errorf("ls -l: stderr %q", r.stderr)
 		}
 	})
+}
+
+// TestFastPathStaleLibrary: the library's directory left in the temporary
+// directory by a supervisor that was killed goes at the next run.
+func TestFastPathStaleLibrary(t *testing.T) {
+	e := newEnv(t, identity{name: "self"})
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	// The supervisor's temporary directory: its environment has no TMPDIR.
+	stale := filepath.Join("/tmp", "wirefs-catch-"+strconv.Itoa(dead.Process.Pid)+"-lib-test")
+	if err := os.Mkdir(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(stale)
+	if err := os.WriteFile(filepath.Join(stale, "fastpath.so"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.want(e.run("", "true"), 0)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("%s is still there (%v)", stale, err)
+	}
 }
