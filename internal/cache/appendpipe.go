@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"os"
-	"sync"
 
 	"wirefs/internal/remote"
 )
@@ -18,8 +17,8 @@ import (
 // way (a pipe), and they land in the order they were sent.
 //
 // Order is all: each write-back takes its snapshot (its bytes, from the
-// end of the one before) with a ticket of the file's sendOrder, sends in
-// the ticket's turn, and settles only after the one before it settled.
+// end of the one before), sends once the one before it has sent
+// (file.sent), and settles only after the one before it settled.
 // If one fails, the bytes of the ones after it may have landed before its
 // own would have: they all fail with it, their changes go back as one
 // (the earliest base), and the retry writes them in place (the retried
@@ -41,7 +40,7 @@ func (f *file) joinableLocked(s snapshot) bool {
 }
 
 // startAppend sends the bytes of snapshot s (data file b) through pipe p,
-// which the caller counts as a user, in its turn. wait returns the
+// which the caller counts as a user, in its turn to send. wait returns the
 // server's answer; the server's length is unknown (-1).
 func (f *file) startAppend(p *appendPipe, b *blob, s snapshot) func(context.Context) (int64, error) {
 	data := make([]byte, s.size-s.base)
@@ -53,7 +52,7 @@ func (f *file) startAppend(p *appendPipe, b *blob, s snapshot) func(context.Cont
 	return func(ctx context.Context) (int64, error) { return -1, wait(ctx) }
 }
 
-// start begins the write-back of snapshot s in its turn: an append goes
+// start begins the write-back of snapshot s in its turn to send: an append goes
 // through the file opened ahead, or opened now, and starts a pipe when
 // that file lets appends overlap, so that later closers' appends go out
 // behind it at once (their startAppend). wait does the rest; p is the
@@ -99,42 +98,4 @@ func (f *file) leavePipeLocked(p *appendPipe, err error) error {
 		p.af.Close()
 	}
 	return err
-}
-
-// sendOrder hands out turns to send in the order snapshots were taken: a
-// ticket is taken under f.mu with the snapshot, its turn is waited for
-// without f.mu (what is sent in a turn may take f.mu).
-type sendOrder struct {
-	mu            sync.Mutex
-	cond          sync.Cond
-	next, serving uint64
-}
-
-// take returns the next ticket.
-func (o *sendOrder) take() uint64 {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.next++
-	return o.next - 1
-}
-
-// await returns when it is ticket t's turn; done ends the turn.
-func (o *sendOrder) await(t uint64) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.cond.L == nil {
-		o.cond.L = &o.mu
-	}
-	for o.serving != t {
-		o.cond.Wait()
-	}
-}
-
-func (o *sendOrder) done() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.serving++
-	if o.cond.L != nil {
-		o.cond.Broadcast()
-	}
 }

@@ -80,7 +80,7 @@ type file struct {
 	storing     chan struct{} // a write-back in flight; closed when it ends
 	appendAhead *openedAhead  // the server's file opened for the next append write-back (appendahead.go)
 	pipe        *appendPipe   // the server's file the append write-backs in flight go through (appendpipe.go)
-	sends       sendOrder     // write-backs send in the order of their snapshots
+	sent        chan struct{} // the last write-back's send is done when closed: the next one's sends wait for it
 	timer       *time.Timer   // the next write-back
 	retry       time.Duration // the last retry delay
 	// failure is why the last write-back failed (nil after a success);

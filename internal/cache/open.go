@@ -34,12 +34,12 @@ func (f *file) Open(ctx context.Context, c ns.Caller, flags int) (ns.Handle, err
 		if err := f.validate(ctx); err != nil {
 			if ns.Errno(err) == syscall.ENOENT {
 				// The name was looked up while the file existed;
-				// it is gone now (validate forgot it). ESTALE, not
-				// ENOENT: the kernel then looks the name up again
-				// (the VFS retries an open that fails so), finds
-				// it gone, and an open(O_CREAT) creates it, as
-				// `echo >> app.log` after a rotation on the server
-				// means.
+				// it is gone now (validate forgot it): the name is
+				// stale (ESTALE, as NFS says it), not missing. A
+				// caller that looks it up again finds it gone, and
+				// an open(O_CREAT) then creates it, as `echo >>
+				// app.log` after a rotation on the server means
+				// (the Linux VFS retries such an open once).
 				return nil, ns.Errorf(syscall.ESTALE, "%s was removed from %s since it was looked up", f.remotePath(), t.key)
 			}
 			return nil, err

@@ -100,21 +100,25 @@ func (f *file) writeBack(ctx context.Context) error {
 		}
 		prev, ch := f.storing, make(chan struct{})
 		f.storing = ch
+		// Sends go out in the order of the snapshots.
+		prevSent, sent := f.sent, make(chan struct{})
+		f.sent = sent
 		s := f.takeSnapshotLocked()
 		p, mode, mtime := s.path, f.info.Mode, s.mtime
 		b, err := f.acquireLocked()
-		turn := f.sends.take()
 		f.mu.Unlock()
 		f.io.Unlock()
 		serverSize := s.size
 		var wait func(context.Context) (int64, error)
-		f.sends.await(turn)
+		if prevSent != nil {
+			<-prevSent
+		}
 		if err == nil && pipe != nil {
 			wait = f.startAppend(pipe, b, s)
 		} else if err == nil {
 			wait, pipe = f.start(ctx, b, s, mode)
 		}
-		f.sends.done()
+		close(sent)
 		if wait != nil {
 			serverSize, err = wait(ctx)
 		}

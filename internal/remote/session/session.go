@@ -213,10 +213,7 @@ func Begin[C Conn](c C) (end func()) {
 }
 
 func bracket[C Conn, T any](c C, fn func() (T, error)) (T, error) {
-	if d := c.line().dog; d != nil {
-		d.Begin()
-		defer d.End()
-	}
+	defer Begin(c)()
 	return fn()
 }
 
