@@ -116,12 +116,8 @@ func closer(t *testing.T, n ns.Node, rec string) <-chan error {
 // closers' appends go out behind it at once (not after its answer), land
 // in order, and each close returns once its own bytes are answered.
 func TestAppendsOverlap(t *testing.T) {
-	c, _ := newCache(t, 0)
 	b := newPipeBackend(t)
-	b.put(t, "/log", []byte("start\n"))
-	root := c.Root("local://overlap", b, Options{})
-	n := lookup(t, root, "log")
-	cat(t, root, "log")
+	_, _, n := cachedLog(t, b, b.localBackend, "start\n")
 	var done []<-chan error
 	for i, rec := range []string{"one\n", "two\n", "three\n"} {
 		done = append(done, closer(t, n, rec))
@@ -149,13 +145,9 @@ func TestAppendsOverlap(t *testing.T) {
 // changes stay, and the retry writes them in place, so the server's file
 // ends in our order.
 func TestOverlappingAppendFails(t *testing.T) {
-	c, _ := newCache(t, 0)
 	b := newPipeBackend(t)
-	b.put(t, "/log", []byte("start\n"))
 	b.fail[1] = ns.Errorf(syscall.EIO, "connection lost")
-	root := c.Root("local://overlap-fails", b, Options{})
-	n := lookup(t, root, "log")
-	cat(t, root, "log")
+	_, _, n := cachedLog(t, b, b.localBackend, "start\n")
 	first := closer(t, n, "one\n")
 	b.nextStart(t)
 	second := closer(t, n, "two\n")

@@ -25,6 +25,19 @@ func appendRecord(t *testing.T, n ns.Node, rec string) error {
 	return h.(ns.Flusher).Flush(bg)
 }
 
+// cachedLog puts contents at /log on lb, the local side of backend be, and
+// returns a new cache, its root over be and its node of /log, read once:
+// cached, and trusted for T_read.
+func cachedLog(t *testing.T, be remote.Backend, lb *localBackend, contents string) (*Cache, ns.Dir, ns.Node) {
+	t.Helper()
+	c, _ := newCache(t, 0)
+	lb.put(t, "/log", []byte(contents))
+	root := c.Root("local://log", be, Options{})
+	n := lookup(t, root, "log")
+	cat(t, root, "log")
+	return c, root, n
+}
+
 // TestAppendSendsOnlyTheRecord: an append cycle sends the appended bytes
 // with the server's append, not the file.
 func TestAppendSendsOnlyTheRecord(t *testing.T) {
@@ -54,12 +67,8 @@ func TestAppendSendsOnlyTheRecord(t *testing.T) {
 // TestAppendAfterAnotherWriter: bytes another client appended meanwhile
 // are kept: ours land after them, and the cache forgets its stale copy.
 func TestAppendAfterAnotherWriter(t *testing.T) {
-	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)
-	b.put(t, "/log", []byte("first\n"))
-	root := c.Root("local://other", b, Options{})
-	n := lookup(t, root, "log")
-	cat(t, root, "log") // cached, trusted for T_read
+	_, root, n := cachedLog(t, b, b, "first\n") // cached, trusted for T_read
 	b.put(t, "/log", []byte("first\nfrom elsewhere\n"))
 	if err := appendRecord(t, n, "ours\n"); err != nil {
 		t.Fatal(err)
@@ -125,12 +134,8 @@ func ptr[T any](v T) *T { return &v }
 // offsets, cut to our length, destroyed the other file's data); they stay
 // in the cache, refused with ESTALE, and the other file is untouched.
 func TestRetryDoesNotWriteIntoAnotherFile(t *testing.T) {
-	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)
-	b.put(t, "/log", []byte("ours\n"))
-	root := c.Root("local://replaced", b, Options{})
-	n := lookup(t, root, "log")
-	cat(t, root, "log")
+	c, _, n := cachedLog(t, b, b, "ours\n")
 	b.storeErrs = []error{ns.Errorf(syscall.EIO, "connection lost")}
 	if err := appendRecord(t, n, "record\n"); ns.Errno(err) != syscall.EIO {
 		t.Fatalf("append with a failing server: %v, want EIO", err)
@@ -199,13 +204,9 @@ func TestAppendAfterRotation(t *testing.T) {
 // renewed it and the cache showed its own copy for as long as a program
 // kept appending.
 func TestAppendsDoNotExtendTrust(t *testing.T) {
-	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)
-	b.put(t, "/log", []byte("old\n"))
 	b.appendSizeUnknown = true
-	root := c.Root("local://truncated", b, Options{})
-	n := lookup(t, root, "log")
-	cat(t, root, "log")
+	c, root, n := cachedLog(t, b, b, "old\n")
 	f := n.(*file)
 	f.mu.Lock()
 	validated := f.checked
@@ -243,12 +244,8 @@ func TestAppendsDoNotExtendTrust(t *testing.T) {
 // up again (and an open(O_CREAT), as `echo >> log`, create it), and the
 // name is gone from the cache.
 func TestOpenOfVanishedFile(t *testing.T) {
-	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)
-	b.put(t, "/log", []byte("old\n"))
-	root := c.Root("local://vanished", b, Options{})
-	n := lookup(t, root, "log")
-	cat(t, root, "log")
+	c, root, n := cachedLog(t, b, b, "old\n")
 	os.Remove(b.local("/log"))
 	c.Drop()
 	if _, err := n.(ns.Opener).Open(bg, ns.Caller{}, os.O_WRONLY|os.O_APPEND); ns.Errno(err) != syscall.ESTALE {
