@@ -24,4 +24,7 @@ rm -rf "$dir"
 cp -r "$src" "$dir"
 chmod -R u+w "$dir"
 for p in $patches; do patch -d "$dir" -p1 < "$p"; done
+# Every Go file of the project is gofmt's (pkg/sftp v1.13.12 ships one
+# that is not: server_windows.go).
+gofmt -w "$dir"
 echo "third_party/$dir: $module $version + $patches"
