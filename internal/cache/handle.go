@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"wirefs/internal/ns"
@@ -34,6 +35,11 @@ type kernelHandle struct {
 type writeHandle struct {
 	*handle
 	appending bool
+	// unflushed: written through since its last Flush. Only then may
+	// Close find changes of its own that nobody sends; a file dirty
+	// with another handle's writes is that handle's to flush (several
+	// appenders to one file close while the others' bytes wait).
+	unflushed atomic.Bool
 }
 
 var (
@@ -213,6 +219,7 @@ func (k *kernelHandle) Close() error {
 
 func (w *writeHandle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 	w.holdData()
+	w.unflushed.Store(true)
 	return w.f.writeAt(ctx, p, off, w.appending)
 }
 
@@ -246,6 +253,7 @@ func (h *handle) holdDataLocked() (*blob, error) {
 // change durable locally and schedules the write-back T_write later.
 func (w *writeHandle) Flush(ctx context.Context) error {
 	f := w.f
+	w.unflushed.Store(false)
 	if !f.isDirty() {
 		return nil
 	}
@@ -273,6 +281,9 @@ func (w *writeHandle) Flush(ctx context.Context) error {
 func (w *writeHandle) Close() error {
 	f := w.f
 	w.handle.Close()
+	if !w.unflushed.Load() {
+		return nil
+	}
 	f.mu.Lock()
 	pending := f.dirty && f.timer == nil && f.storing == nil
 	if pending {

@@ -65,7 +65,7 @@ func (f *file) newHandle(flags int) ns.Handle {
 	f.openGen = gen
 	f.settleLocked() // used: to the front of the LRU
 	if write {
-		return &writeHandle{h, flags&syscall.O_APPEND != 0}
+		return &writeHandle{handle: h, appending: flags&syscall.O_APPEND != 0}
 	}
 	if !f.dirty && f.completeLocked() {
 		if f.id == "" {

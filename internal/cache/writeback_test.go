@@ -64,6 +64,58 @@ func TestAppendSendsOnlyTheRecord(t *testing.T) {
 	}
 }
 
+// TestCloseLeavesOthersChanges: a handle closing after its own changes
+// were flushed leaves the bytes another handle wrote and has not flushed
+// yet to that handle's flush. It used to record them durably (an fsync)
+// and start a write-back of its own: with several appenders on one file,
+// nearly every close did.
+func TestCloseLeavesOthersChanges(t *testing.T) {
+	b := newLocalBackend(t)
+	_, _, n := cachedLog(t, b, b, "start\n")
+	first := openNode(t, n, os.O_WRONLY|os.O_APPEND)
+	second := openNode(t, n, os.O_WRONLY|os.O_APPEND)
+	if _, err := first.(ns.WriterAt).WriteAt(bg, []byte("one\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.(ns.Flusher).Flush(bg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := second.(ns.WriterAt).WriteAt(bg, []byte("two\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	f := n.(*file)
+	f.mu.Lock()
+	recorded, timer := !f.unrecorded, f.timer != nil
+	f.mu.Unlock()
+	if recorded || timer {
+		t.Fatalf("the first handle's close recorded the second's changes (%v) or scheduled their write-back (%v)", recorded, timer)
+	}
+	if err := second.(ns.Flusher).Flush(bg); err != nil {
+		t.Fatal(err)
+	}
+	second.Close()
+	if got, _ := b.get("/log"); string(got) != "start\none\ntwo\n" {
+		t.Fatalf("server has %q", got)
+	}
+	if a := b.n("Append"); a != 2 {
+		t.Fatalf("%d appends, want 2 (one per flush)", a)
+	}
+}
+
+// TestCloseSendsUnflushedChanges: a handle closed without a flush (a
+// door that does not send one) still gets its changes written back.
+func TestCloseSendsUnflushedChanges(t *testing.T) {
+	b := newLocalBackend(t)
+	_, _, n := cachedLog(t, b, b, "start\n")
+	h := openNode(t, n, os.O_WRONLY|os.O_APPEND)
+	if _, err := h.(ns.WriterAt).WriteAt(bg, []byte("one\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	waitFor(t, "the write-back the close started", hasContent(b, "/log", []byte("start\none\n")))
+}
+
 // TestAppendAfterAnotherWriter: bytes another client appended meanwhile
 // are kept: ours land after them, and the cache forgets its stale copy.
 func TestAppendAfterAnotherWriter(t *testing.T) {
