@@ -564,6 +564,33 @@ func TestReadDirIsOneList(t *testing.T) {
 	}
 }
 
+// A directory just made is known without asking: cp -r stats each
+// directory it makes, which cost a Stat each (over FTP a listing of the
+// parent, two and a half round trips).
+func TestMkdirKnowsItsDirectory(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	root := c.Root("local://m", b, Options{TRead: new(time.Hour)})
+	d, err := root.(ns.Mkdirer).Mkdir(bg, "d", 0o750)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := b.total()
+	a, err := d.Attr(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Mode.IsDir() || a.Mode.Perm() != 0o750 {
+		t.Fatalf("the new directory's mode is %v, want drwxr-x---", a.Mode)
+	}
+	if _, err := d.(ns.Dir).Lookup(bg, "f"); ns.Errno(err) != syscall.ENOENT {
+		t.Fatalf("lookup in the new directory: %v, want ENOENT", err)
+	}
+	if calls := b.total() - before; calls != 0 {
+		t.Fatalf("stat of a directory just made cost %d server calls, want none", calls)
+	}
+}
+
 func TestMkdirRenameRemove(t *testing.T) {
 	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)

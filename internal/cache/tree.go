@@ -731,10 +731,13 @@ func (d *dir) Mkdir(ctx context.Context, name string, perm os.FileMode) (ns.Node
 	info := remote.Info{Name: name, Mode: os.ModeDir | modeBits(perm), Mtime: time.Now()}
 	t.noteEntry(p, &info)
 	nd := t.dirAt(p)
+	now, epoch := time.Now(), t.c.epoch.Load()
 	nd.mu.Lock()
-	// We just made it: it is empty, and asking would cost a round trip.
-	nd.names, nd.listed, nd.listEpoch = map[string]remote.Info{}, time.Now(), t.c.epoch.Load()
-	nd.info = info
+	// We just made it: it is empty, its attributes are what we asked
+	// for, and asking would cost a round trip (over FTP a listing of
+	// the parent: one per directory of a cp -r).
+	nd.names, nd.listed, nd.listEpoch = map[string]remote.Info{}, now, epoch
+	nd.info, nd.checked, nd.epoch = info, now, epoch
 	nd.mu.Unlock()
 	return nd, nil
 }

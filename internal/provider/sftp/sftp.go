@@ -363,6 +363,9 @@ func (b *backend) openStore(c *conn, p string) (f *sftp.File, created bool, err 
 // fill writes size bytes of src (size < 0: all of it) to the open file f
 // and closes f; last, if not nil, runs on f after the data.
 func (b *backend) fill(c *conn, what, p string, f *sftp.File, src *source, size int64, last func(*sftp.File) error) error {
+	if size >= 0 && size <= int64(c.packet) {
+		return b.fillOne(c, what, p, f, src, size, last)
+	}
 	n, err := f.ReadFrom(src)
 	if err == nil && last != nil {
 		err = last(f)
@@ -374,6 +377,40 @@ func (b *backend) fill(c *conn, what, p string, f *sftp.File, src *source, size 
 		return b.srv.Errorf(syscall.EIO, what, p, "the data ended after %d of %d bytes", n, size)
 	}
 	return b.writeFailure(c, what, p, src, size-n, err)
+}
+
+// fillOne is fill for data that fit in one write: the write and the
+// close go out together (pkg/sftp's StartWriteAt, a patch) and are
+// answered in one round trip, where a write answered before the close
+// is sent costs two. The close's success says nothing of the write's,
+// whose own answer is the one checked: a store renames the file into
+// place only after both.
+func (b *backend) fillOne(c *conn, what, p string, f *sftp.File, src *source, size int64, last func(*sftp.File) error) error {
+	data := make([]byte, size)
+	if n, err := io.ReadFull(src, data); err != nil {
+		f.Close()
+		if src.failed(err) {
+			return b.writeFailure(c, what, p, src, size, err)
+		}
+		return b.srv.Errorf(syscall.EIO, what, p, "the data ended after %d of %d bytes", n, size)
+	}
+	wait := func(context.Context) (int, error) { return 0, nil }
+	if size > 0 {
+		wait = f.StartWriteAt(data, 0)
+	}
+	var lerr error
+	if last != nil {
+		lerr = last(f)
+	}
+	cerr := f.Close()
+	_, err := wait(src.ctx)
+	if err == nil {
+		err = errors.Join(lerr, cerr)
+	}
+	if err != nil {
+		return b.writeFailure(c, what, p, src, size, err)
+	}
+	return nil
 }
 
 // writeFailure explains the failure err of a write of src to p, left

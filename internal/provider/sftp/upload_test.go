@@ -8,9 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
+	"wirefs/internal/ns"
 	"wirefs/internal/remote/remotetest"
 	"wirefs/internal/testsrv"
 )
@@ -88,4 +90,76 @@ func TestFailedUploadCutConnection(t *testing.T) {
 	}
 	t.Logf("the store failed as it should: %v", err)
 	remotetest.CheckIntact(t, p, old)
+}
+
+// TestStoreSizesAroundOnePacket: a store that fits in one write sends
+// the write and the close together (fillOne); larger ones stream. Both
+// sides of the line, and an empty file, arrive whole with the mode asked.
+func TestStoreSizesAroundOnePacket(t *testing.T) {
+	e := newEnv(t)
+	b := e.dial(t, alias)
+	dir := t.TempDir()
+	for i, n := range []int{0, 1, 4 << 10, openSSHPacket - 1, openSSHPacket, openSSHPacket + 1, 3*openSSHPacket + 7} {
+		p := filepath.Join(dir, fmt.Sprintf("f%d", n))
+		data := randomBytes(n, int64(i))
+		if err := b.Store(context.Background(), p, bytes.NewReader(data), int64(n), 0o640); err != nil {
+			t.Fatalf("store %d bytes: %v", n, err)
+		}
+		remotetest.CheckIntact(t, p, data)
+		if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o640 {
+			t.Errorf("%d bytes: mode %v, want 0640", n, fi.Mode())
+		}
+	}
+	// A source shorter than it said: EIO, and nothing under the name.
+	p := filepath.Join(dir, "short")
+	if err := b.Store(context.Background(), p, bytes.NewReader(make([]byte, 10)), 20, 0o644); ns.Errno(err) != syscall.EIO {
+		t.Fatalf("store of 10 bytes said to be 20: %v, want EIO", err)
+	}
+	if _, err := os.Stat(p); !os.IsNotExist(err) {
+		t.Fatalf("a failed store left %s: %v", p, err)
+	}
+	noTemporaries(t, dir)
+}
+
+// TestFailedSmallUploadFullDisk: a store of one write, sent with its
+// close, that the full disk refuses fails with ENOSPC: the new name is
+// not made, a replaced file stays whole, and no temporary is left,
+// although the close (answered with the write) succeeded.
+func TestFailedSmallUploadFullDisk(t *testing.T) {
+	e := newEnv(t)
+	dir := smallTmpfs(t)
+	old := randomBytes(8<<10, 1)
+	p := filepath.Join(dir, "f.bin")
+	if err := os.WriteFile(p, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "filler"), make([]byte, 900<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := e.dial(t, alias)
+	data := randomBytes(200<<10, 2) // one write: less than a packet
+	err := b.Store(context.Background(), p, bytes.NewReader(data), int64(len(data)), 0o644)
+	wantErrno(t, "replace with 200 KiB on a full disk", err, syscall.ENOSPC)
+	remotetest.CheckIntact(t, p, old)
+	n := filepath.Join(dir, "new.bin")
+	err = b.Store(context.Background(), n, bytes.NewReader(data), int64(len(data)), 0o644)
+	wantErrno(t, "store a new 200 KiB file on a full disk", err, syscall.ENOSPC)
+	if _, err := os.Stat(n); !os.IsNotExist(err) {
+		t.Fatalf("a failed store left %s: %v", n, err)
+	}
+	noTemporaries(t, dir)
+}
+
+// noTemporaries fails the test if dir holds a store's temporary file.
+func noTemporaries(t *testing.T, dir string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".wirefs-") {
+			t.Errorf("a temporary was left: %s", e.Name())
+		}
+	}
 }
