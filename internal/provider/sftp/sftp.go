@@ -262,7 +262,7 @@ func (b *backend) storeVia(c *conn, p string, src *source, size int64, perm os.F
 	})
 	// Never returns before the attributes are set: nothing touches tmp after.
 	defer waitAttrs()
-	err = b.fill(c, "store", p, f, src, size, func(*sftp.File) error { waitAttrs(); return attrsErr })
+	err = b.fill(c, "store", p, f, src, size, func() error { waitAttrs(); return attrsErr })
 	if err == nil {
 		err = b.replace(c, tmp, p, lerr == nil)
 	}
@@ -361,14 +361,15 @@ func (b *backend) openStore(c *conn, p string) (f *sftp.File, created bool, err 
 }
 
 // fill writes size bytes of src (size < 0: all of it) to the open file f
-// and closes f; last, if not nil, runs on f after the data.
-func (b *backend) fill(c *conn, what, p string, f *sftp.File, src *source, size int64, last func(*sftp.File) error) error {
+// and closes f; last, if not nil, runs after the data (fillOne: after the
+// close was sent) and its error is the store's.
+func (b *backend) fill(c *conn, what, p string, f *sftp.File, src *source, size int64, last func() error) error {
 	if size >= 0 && size <= int64(c.packet) {
 		return b.fillOne(c, what, p, f, src, size, last)
 	}
 	n, err := f.ReadFrom(src)
 	if err == nil && last != nil {
-		err = last(f)
+		err = last()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -385,7 +386,7 @@ func (b *backend) fill(c *conn, what, p string, f *sftp.File, src *source, size 
 // is sent costs two. The close's success says nothing of the write's,
 // whose own answer is the one checked: a store renames the file into
 // place only after both.
-func (b *backend) fillOne(c *conn, what, p string, f *sftp.File, src *source, size int64, last func(*sftp.File) error) error {
+func (b *backend) fillOne(c *conn, what, p string, f *sftp.File, src *source, size int64, last func() error) error {
 	data := make([]byte, size)
 	if n, err := io.ReadFull(src, data); err != nil {
 		f.Close()
@@ -398,11 +399,11 @@ func (b *backend) fillOne(c *conn, what, p string, f *sftp.File, src *source, si
 	if size > 0 {
 		wait = f.StartWriteAt(data, 0)
 	}
+	cerr := f.Close()
 	var lerr error
 	if last != nil {
-		lerr = last(f)
+		lerr = last() // after the close is sent: it may wait for answers
 	}
-	cerr := f.Close()
 	_, err := wait(src.ctx)
 	if err == nil {
 		err = errors.Join(lerr, cerr)
