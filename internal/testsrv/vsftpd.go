@@ -24,6 +24,7 @@ type VsftpdOption func(*vsftpdSetup)
 type vsftpdSetup struct {
 	localUser bool
 	maxPerIP  int
+	denied    []string
 	pool      **x509.CertPool
 	server    **VsftpdServer
 }
@@ -45,6 +46,12 @@ func VsftpdTLS(pool **x509.CertPool) VsftpdOption {
 // beyond them is refused with "421 There are too many connections from
 // your internet address."
 func VsftpdMaxPerIP(n int) VsftpdOption { return func(s *vsftpdSetup) { s.maxPerIP = n } }
+
+// VsftpdDeny makes the server refuse the commands cmds (vsftpd's
+// cmds_denied: "550 Permission denied."), as servers that lack them do.
+func VsftpdDeny(cmds ...string) VsftpdOption {
+	return func(s *vsftpdSetup) { s.denied = append(s.denied, cmds...) }
+}
 
 // VsftpdControl hands the test the running server so that it can stall,
 // kill and restart it.
@@ -135,6 +142,9 @@ anon_mkdir_write_enable=YES
 anon_other_write_enable=YES
 anon_umask=022
 `, root)
+	}
+	if len(setup.denied) > 0 {
+		conf += "cmds_denied=" + strings.Join(setup.denied, ",") + "\n"
 	}
 	if setup.maxPerIP > 0 {
 		conf += fmt.Sprintf("max_per_ip=%d\n", setup.maxPerIP)

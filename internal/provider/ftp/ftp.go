@@ -96,7 +96,7 @@ type Backend struct {
 	// the directories where they cannot be created (Store);
 	// warnedReplace: the log said that its RNTO does not replace.
 	inPlace, warnedReplace atomic.Bool
-	noStat                 atomic.Bool // STAT PATH lists nothing here (statMode)
+	noStat                 atomic.Bool // STAT PATH lists nothing here (statReply)
 	noTemp                 sync.Map
 
 	mu   sync.Mutex
@@ -414,45 +414,32 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 	tmp := remote.TempName(p)
 	rewind := rewinder(r)
 	src := counting(r, size)
-	// p's mode, on another connection while the data go: STAT's
-	// listing of p (statMode), else SIZE (a new file costs no listing)
-	// and its parent's listing.
-	mode := make(chan os.FileMode, 1)
-	go func() {
-		m := perm
-		b.do(ctx, "store", p, func(pc *pconn) error {
-			if !b.noStat.Load() {
-				old, found, err := pc.statMode(p)
-				if err == nil {
-					if found {
-						m = old & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
-					}
-					return nil
-				}
-				if isConnLoss(err) {
-					return err
-				}
-				if !b.noStat.Swap(true) {
-					b.log.Debug("ftp: the server lists no file with STAT; a store looks at the directory's listing", "server", b.srv.Host, "err", err)
-				}
-			}
-			if _, err := pc.sc.FileSize(b.serverPath(p)); err != nil && isConnLoss(err) {
-				return err
-			} else if err != nil {
-				return nil // new (or a directory, which the rename refuses)
-			}
-			old, found, err := pc.find(p)
-			if found {
-				m = old.Mode & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
-			}
-			return err
-		})
-		mode <- m
-	}()
+	// p's mode (perm for a new file) must be known before the rename:
+	// STAT PATH goes ahead of the STOR in the same write (statReply) and
+	// costs nothing; a server without it is asked by SIZE and a
+	// listing after the data (modeByListing).
+	mode, known := perm, false
 	pc, err := b.use(ctx, true, "store", p, session.Unsent(src.sent), func(pc *pconn) error {
-		return pc.stor(b.serverPath(tmp), src)
+		mode, known = perm, false
+		if b.noStat.Load() {
+			return pc.stor(b.serverPath(tmp), src, "", nil)
+		}
+		return pc.stor(b.serverPath(tmp), src, "STAT "+b.serverPath(p), func() error {
+			old, found, err := pc.statReply(p)
+			switch {
+			case err == nil:
+				known = true
+				if found {
+					mode = old & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
+				}
+			case isConnLoss(err):
+				return err
+			case !b.noStat.Swap(true):
+				b.log.Debug("ftp: the server lists no file with STAT; a store looks at the directory's listing", "server", b.srv.Host, "err", err)
+			}
+			return nil
+		})
 	})
-	perm = <-mode
 	if err == nil {
 		b.put(pc)
 		if size >= 0 && src.n != size {
@@ -466,7 +453,19 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 		return b.storeInPlace(ctx, p, r, size, perm)
 	}
 	if err == nil {
-		err = b.do(ctx, "store", p, func(pc *pconn) error { return pc.chmodAndReplace(tmp, p, perm) })
+		err = b.do(ctx, "store", p, func(pc *pconn) error {
+			if !known {
+				old, found, err := pc.modeByListing(p)
+				if err != nil {
+					return err
+				}
+				if found {
+					mode = old & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
+				}
+				known = true
+			}
+			return pc.chmodAndReplace(tmp, p, mode)
+		})
 		if refused(err) {
 			if !b.inPlace.Swap(true) {
 				b.log.Warn("ftp: the server refuses to rename a temporary file over a file to store; stores go straight to the name from now on, and a failed one may leave part of the file",
@@ -484,15 +483,13 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 	return err
 }
 
-// statMode looks for p's line in the listing STAT PATH sends on the
-// control connection (RFC 959: LIST's lines, in the reply): one round
-// trip and no data connection, where the parent's LIST costs four and a
-// half. found is false when the listing has no line for p (a new file).
-// A refusal (a server without STAT of a path) is the error.
-func (pc *pconn) statMode(p string) (mode os.FileMode, found bool, err error) {
-	if err := pc.send("STAT " + pc.b.serverPath(p)); err != nil {
-		return 0, false, err
-	}
+// statReply reads the reply to STAT PATH, sent for p, and looks for p's
+// line in the listing it holds (RFC 959: LIST's lines, in the reply, on
+// the control connection): no data connection, where the parent's LIST
+// costs four and a half round trips. found is false when the listing has
+// no line for p (a new file). A refusal (a server without STAT of a path)
+// is the error.
+func (pc *pconn) statReply(p string) (mode os.FileMode, found bool, err error) {
 	_, msg, err := pc.reply(2)
 	if err != nil {
 		return 0, false, err
@@ -505,6 +502,20 @@ func (pc *pconn) statMode(p string) (mode os.FileMode, found bool, err error) {
 		}
 	}
 	return 0, false, nil
+}
+
+// modeByListing is p's mode where the server has no STAT of a path: SIZE
+// says whether p exists (a new file costs no listing), then its parent's
+// listing has the mode. found is false for a new file (or a directory,
+// whose rename the server refuses).
+func (pc *pconn) modeByListing(p string) (mode os.FileMode, found bool, err error) {
+	if _, err := pc.sc.FileSize(pc.b.serverPath(p)); err != nil && isConnLoss(err) {
+		return 0, false, err
+	} else if err != nil {
+		return 0, false, nil
+	}
+	old, found, err := pc.find(p)
+	return old.Mode, found, err
 }
 
 // rewinder returns a func that puts r back where it is now, when r can
@@ -612,7 +623,7 @@ func (b *Backend) storeInPlace(ctx context.Context, p string, r io.Reader, size 
 			}
 			created = serr != nil
 		}
-		return pc.stor(sp, src)
+		return pc.stor(sp, src, "", nil)
 	})
 	if err != nil {
 		return err

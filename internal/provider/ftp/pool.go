@@ -698,14 +698,28 @@ func (pc *pconn) retr(sp string, off int64) (*transfer, error) {
 // accepted the connection: two or three round trips less than
 // jlaffaye's Stor. A refusal (553, 550) arriving while the data are sent
 // stops them.
-func (pc *pconn) stor(sp string, r io.Reader) error {
-	data, ahead, err := pc.transferData("STOR " + sp)
+//
+// before, when not empty, is a command sent ahead of the STOR in the same
+// write, whose reply readBefore reads (the STOR's comes after it); an
+// error readBefore returns (a lost connection) ends the transfer.
+func (pc *pconn) stor(sp string, r io.Reader, before string, readBefore func() error) error {
+	cmds := []string{"STOR " + sp}
+	if before != "" {
+		cmds = append([]string{before}, cmds...)
+	}
+	data, ahead, err := pc.transferData(cmds...)
 	if err != nil {
 		return err
 	}
 	first := make(chan error, 1)
 	go func() {
-		_, _, err := pc.reply(1) // 150 (or 125), or a refusal
+		var err error
+		if before != "" {
+			err = readBefore()
+		}
+		if err == nil {
+			_, _, err = pc.reply(1) // 150 (or 125), or a refusal
+		}
 		if err == nil && !ahead {
 			err = pc.sendArm()
 		}

@@ -122,3 +122,60 @@ func TestStoreInPlaceWhereNoTemporary(t *testing.T) {
 		t.Error("the session did not learn that temporaries cannot be made in /locked (and only there)")
 	}
 }
+
+// TestStoreOnOneConnection: a store asks for the replaced file's mode
+// with STAT ahead of the STOR on the STOR's own connection, so a session's
+// first store uses the connection the dial logged in (the STAT on a second
+// connection cost a login of its own, which a compile's close waited
+// for), and the mode is kept.
+func TestStoreOnOneConnection(t *testing.T) {
+	f := newFixture(t, map[string]string{"dir/": "", "dir/old": "old data"})
+	mustDo(t, os.Chmod(filepath.Join(f.root, "dir/old"), 0o604))
+	ctx := context.Background()
+	for _, name := range []string{"new", "old"} {
+		b := f.dial(t, remote.Options{})
+		users, stats := f.srv.Commands("USER"), f.srv.Commands("STAT")
+		mustDo(t, b.Store(ctx, "/dir/"+name, strings.NewReader("new data"), 8, 0o640))
+		if n := f.srv.Commands("USER") - users; n != 0 {
+			t.Errorf("a store of %s logged in %d more times, want none", name, n)
+		}
+		if n := f.srv.Commands("STAT") - stats; n != 1 {
+			t.Errorf("a store of %s sent STAT %d times, want once", name, n)
+		}
+		mustDo(t, b.Close())
+	}
+	for name, want := range map[string]os.FileMode{"new": 0o640, "old": 0o604} {
+		p := filepath.Join(f.root, "dir", name)
+		remotetest.CheckIntact(t, p, []byte("new data"))
+		if fi, _ := os.Stat(p); fi.Mode().Perm() != want {
+			t.Errorf("%s has mode %v, want %v", name, fi.Mode().Perm(), want)
+		}
+	}
+}
+
+// TestStoreWithoutSTAT: on a server that refuses STAT of a path, a store
+// still keeps a replaced file's mode, from SIZE and the directory's
+// listing after the data, and gives a new file the mode asked for.
+func TestStoreWithoutSTAT(t *testing.T) {
+	f := newFixture(t, map[string]string{"dir/": "", "dir/old": "old data"}, testsrv.VsftpdDeny("STAT"))
+	mustDo(t, os.Chmod(filepath.Join(f.root, "dir/old"), 0o604))
+	b := f.dial(t, remote.Options{})
+	ctx := context.Background()
+	for range 2 { // the first learns that STAT is refused, the second does not ask
+		mustDo(t, b.Store(ctx, "/dir/old", strings.NewReader("new data"), 8, 0o640))
+		mustDo(t, b.Store(ctx, "/dir/new", strings.NewReader("new data"), 8, 0o640))
+		for name, want := range map[string]os.FileMode{"new": 0o640, "old": 0o604} {
+			p := filepath.Join(f.root, "dir", name)
+			remotetest.CheckIntact(t, p, []byte("new data"))
+			if fi, _ := os.Stat(p); fi.Mode().Perm() != want {
+				t.Errorf("%s has mode %v, want %v", name, fi.Mode().Perm(), want)
+			}
+		}
+	}
+	if n := f.srv.Commands("STAT"); n != 1 {
+		t.Errorf("STAT was sent %d times, want once (then the server is known to refuse it)", n)
+	}
+	if n := f.srv.Commands("LIST"); n < 2 {
+		t.Errorf("the replaced file's mode came from %d listings, want one per store", n)
+	}
+}
