@@ -45,9 +45,28 @@ func checkName(name string) error {
 // modeBits are the bits chmod sets: permissions and setuid, setgid, sticky.
 func modeBits(m os.FileMode) os.FileMode { return m & (os.ModePerm | specialBits) }
 
-// dirChanged notes that the server changed directory p's entries (and so
-// its mtime): its attributes are asked again at the next stat.
+// dirChanged notes that the server changed directory p's entries, and so
+// its mtime, at about now: the attributes the cache holds take now as
+// their mtime and stay trusted as long as they were. Asking the server
+// again cost a round trip per file a program made (over FTP a listing of
+// p's parent), and compilers stat "." at every run.
 func (t *tree) dirChanged(p string) {
+	t.mu.Lock()
+	d := t.dirs[p]
+	t.mu.Unlock()
+	if d != nil {
+		d.mu.Lock()
+		if !d.checked.IsZero() {
+			d.info.Mtime = time.Now()
+		}
+		d.mu.Unlock()
+	}
+}
+
+// subdirsChanged is dirChanged for a directory made, removed or moved in
+// or out of p: p's link count changed too (find counts subdirectories by
+// it), so its attributes are asked again at the next stat.
+func (t *tree) subdirsChanged(p string) {
 	t.mu.Lock()
 	d := t.dirs[p]
 	t.mu.Unlock()

@@ -591,6 +591,54 @@ func TestMkdirKnowsItsDirectory(t *testing.T) {
 	}
 }
 
+// A file made in a directory changes the directory's mtime, which the
+// cache sets itself instead of asking (gcc stats "." at every compile,
+// and the kernel forgets a directory's attributes at each create in it);
+// a subdirectory made changes its link count, which is asked for.
+func TestDirChangedKeepsItsAttributes(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := newLocalBackend(t)
+	root := c.Root("local://m", b, Options{TRead: new(time.Hour)})
+	d, err := root.(ns.Mkdirer).Mkdir(bg, "d", 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := d.Attr(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := b.total()
+	writeNew(t, root, "d/f", []byte("a new entry"))
+	if err := d.(ns.Remover).Remove(bg, "f", false); err != nil {
+		t.Fatal(err)
+	}
+	calls = b.total() - calls // the store and the removal
+	n := b.total()
+	after, err := d.Attr(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.total() != n {
+		t.Fatalf("stat of a directory after a file was made in it cost %d server calls, want none", b.total()-n)
+	}
+	if !after.Mtime.After(before.Mtime) {
+		t.Fatalf("the directory's mtime stayed %v after a file was made in it", after.Mtime)
+	}
+	if calls == 0 {
+		t.Fatal("the file never reached the server")
+	}
+	if _, err := d.(ns.Mkdirer).Mkdir(bg, "sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n = b.n("Stat")
+	if _, err := d.Attr(bg); err != nil {
+		t.Fatal(err)
+	}
+	if b.n("Stat") != n+1 {
+		t.Fatal("stat of a directory after a subdirectory was made in it did not ask the server (its link count changed)")
+	}
+}
+
 func TestMkdirRenameRemove(t *testing.T) {
 	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)

@@ -727,7 +727,7 @@ func (d *dir) Mkdir(ctx context.Context, name string, perm os.FileMode) (ns.Node
 	if err := t.w.Mkdir(ctx, p, modeBits(perm)); err != nil {
 		return nil, err
 	}
-	t.dirChanged(d.remotePath())
+	t.subdirsChanged(d.remotePath())
 	info := remote.Info{Name: name, Mode: os.ModeDir | modeBits(perm), Mtime: time.Now()}
 	t.noteEntry(p, &info)
 	nd := t.dirAt(p)
@@ -755,7 +755,7 @@ func (d *dir) Remove(ctx context.Context, name string, isDir bool) error {
 		if err := t.w.Rmdir(ctx, p); err != nil {
 			return err
 		}
-		t.dirChanged(d.remotePath())
+		t.subdirsChanged(d.remotePath())
 		t.forgetTree(p)
 		t.noteEntry(p, nil)
 		return nil
@@ -837,6 +837,7 @@ func (d *dir) Rename(ctx context.Context, name string, to ns.Dir, toName string)
 	}
 	t.mu.Lock()
 	replaced := t.files[dst]
+	_, movesDir := t.dirs[from]
 	t.mu.Unlock()
 	if replaced != nil {
 		replaced.keepForHandles(ctx)
@@ -844,11 +845,15 @@ func (d *dir) Rename(ctx context.Context, name string, to ns.Dir, toName string)
 	if err := t.w.Rename(ctx, from, dst); err != nil {
 		return err
 	}
-	t.dirChanged(d.remotePath())
-	t.dirChanged(td.remotePath())
 	d.mu.Lock()
 	info, listed := d.names[name]
 	d.mu.Unlock()
+	changed := t.dirChanged
+	if movesDir || info.Mode.IsDir() {
+		changed = t.subdirsChanged
+	}
+	changed(d.remotePath())
+	changed(td.remotePath())
 	t.move(from, dst)
 	t.noteEntry(from, nil)
 	if listed {
