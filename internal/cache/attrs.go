@@ -50,30 +50,29 @@ func modeBits(m os.FileMode) os.FileMode { return m & (os.ModePerm | specialBits
 // their mtime and stay trusted as long as they were. Asking the server
 // again cost a round trip per file a program made (over FTP a listing of
 // p's parent), and compilers stat "." at every run.
-func (t *tree) dirChanged(p string) {
-	t.mu.Lock()
-	d := t.dirs[p]
-	t.mu.Unlock()
-	if d != nil {
-		d.mu.Lock()
-		if !d.checked.IsZero() {
-			d.info.Mtime = time.Now()
-		}
-		d.mu.Unlock()
-	}
-}
+func (t *tree) dirChanged(p string) { t.entriesChanged(p, false) }
 
 // subdirsChanged is dirChanged for a directory made, removed or moved in
-// or out of p: p's link count changed too (find counts subdirectories by
-// it), so its attributes are asked again at the next stat.
-func (t *tree) subdirsChanged(p string) {
+// or out of p: where the server reports link counts (9P), p's changed
+// (find counts subdirectories by it), so p's attributes are asked again
+// at the next stat.
+func (t *tree) subdirsChanged(p string) { t.entriesChanged(p, true) }
+
+func (t *tree) entriesChanged(p string, subdirs bool) {
 	t.mu.Lock()
 	d := t.dirs[p]
 	t.mu.Unlock()
-	if d != nil {
-		d.mu.Lock()
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.checked.IsZero(): // asked at the next stat anyway
+	case subdirs && d.info.Nlink > 0:
 		d.checked = time.Time{}
-		d.mu.Unlock()
+	default:
+		d.info.Mtime = time.Now()
 	}
 }
 

@@ -29,6 +29,8 @@ type localBackend struct {
 	storeErrs []error       // the next Stores, Appends or Patches fail with these, in order
 	// appendSizeUnknown: Append does not say the length, as over SFTP.
 	appendSizeUnknown bool
+	// nlink: Stat reports link counts, as over 9P.
+	nlink bool
 	closed            bool
 }
 
@@ -111,7 +113,13 @@ func (b *localBackend) Stat(ctx context.Context, p string) (remote.Info, error) 
 	if err != nil {
 		return remote.Info{}, localErr("stat", p, err)
 	}
-	return infoOf(fi), nil
+	info := infoOf(fi)
+	b.mu.Lock()
+	if b.nlink {
+		info.Nlink = uint32(fi.Sys().(*syscall.Stat_t).Nlink)
+	}
+	b.mu.Unlock()
+	return info, nil
 }
 
 func (b *localBackend) List(ctx context.Context, p string) ([]remote.Info, error) {

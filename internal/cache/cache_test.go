@@ -591,10 +591,11 @@ func TestMkdirKnowsItsDirectory(t *testing.T) {
 	}
 }
 
-// A file made in a directory changes the directory's mtime, which the
-// cache sets itself instead of asking (gcc stats "." at every compile,
-// and the kernel forgets a directory's attributes at each create in it);
-// a subdirectory made changes its link count, which is asked for.
+// A file or directory made in a directory changes the directory's mtime,
+// which the cache sets itself instead of asking (gcc stats "." at every
+// compile, and the kernel forgets a directory's attributes at each create
+// in it); a subdirectory made changes a link count the server reports
+// (9P), which is asked for.
 func TestDirChangedKeepsItsAttributes(t *testing.T) {
 	c, _ := newCache(t, 0)
 	b := newLocalBackend(t)
@@ -631,11 +632,31 @@ func TestDirChangedKeepsItsAttributes(t *testing.T) {
 		t.Fatal(err)
 	}
 	n = b.n("Stat")
-	if _, err := d.Attr(bg); err != nil {
+	if _, err := d.Attr(bg); err != nil || b.n("Stat") != n {
+		t.Fatalf("stat of a directory after a subdirectory was made in it: %v, %d server calls, want none (no link count known)", err, b.n("Stat")-n)
+	}
+
+	// A server that reports link counts (9P).
+	b.mu.Lock()
+	b.nlink = true
+	b.mu.Unlock()
+	if err := os.Mkdir(b.local("/e"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if b.n("Stat") != n+1 {
-		t.Fatal("stat of a directory after a subdirectory was made in it did not ask the server (its link count changed)")
+	e, err := root.(ns.Dir).Lookup(bg, "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := e.Attr(bg); err != nil || a.Nlink != 2 {
+		t.Fatalf("a directory's link count %d, %v; want 2", a.Nlink, err)
+	}
+	if _, err := e.(ns.Mkdirer).Mkdir(bg, "sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n = b.n("Stat")
+	a, err := e.Attr(bg)
+	if err != nil || b.n("Stat") != n+1 || a.Nlink != 3 {
+		t.Fatalf("stat of a directory after a subdirectory was made in it: nlink %d, %v, %d server calls, want 3 from one Stat (its link count changed)", a.Nlink, err, b.n("Stat")-n)
 	}
 }
 
