@@ -30,8 +30,8 @@ type localBackend struct {
 	// appendSizeUnknown: Append does not say the length, as over SFTP.
 	appendSizeUnknown bool
 	// nlink: Stat reports link counts, as over 9P.
-	nlink bool
-	closed            bool
+	nlink  bool
+	closed bool
 }
 
 func newLocalBackend(t *testing.T) *localBackend {
