@@ -231,6 +231,58 @@ func TestFTPServerLimitsLogins(t *testing.T) {
 	}
 }
 
+// TestFTPCopyTreeIn: cp -r of a small project into an FTP mount, then
+// what a build does in it (stat of ".", find -ls): every file reaches the
+// server whole with its mode, and the server is asked for no listing of
+// the directories wirefs itself made or filled (a listing of the parent
+// per mkdir and per stat of "." after a file was stored in it cost two
+// and a half round trips each).
+func TestFTPCopyTreeIn(t *testing.T) {
+	needFUSE(t)
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	src := filepath.Join(t.TempDir(), "proj")
+	for d := range 3 {
+		for f := range 5 {
+			p := filepath.Join(src, "d"+strconv.Itoa(d), "f"+strconv.Itoa(f)+".c")
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			if err := os.WriteFile(p, []byte(strings.Repeat("int x;\n", d*10+f)), 0o640); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var srv *testsrv.VsftpdServer
+	addr, login, password := testsrv.Vsftpd(t, root, testsrv.VsftpdLocalUser(), testsrv.VsftpdControl(&srv))
+	home := t.TempDir()
+	host, _, _ := strings.Cut(addr, ":")
+	os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine "+host+" login "+login+" password "+password+"\n"), 0o600)
+	m := remoteMount(t, home)
+	dir := "ftp/" + login + "@" + addr
+
+	mustOK(t, "log in", bash(t, m, 30*time.Second, `ls "$M/$1" >/dev/null`, dir))
+	lists, stors := srv.Commands("LIST"), srv.Commands("STOR")
+	mustOK(t, "cp -r, stat ., find -ls", bash(t, m, 60*time.Second, `set -e
+		cp -r "$2" "$M/$1/proj"
+		for d in d0 d1 d2; do
+			cd "$M/$1/proj/$d"
+			stat . >/dev/null
+			echo 'int y;' >new.c
+			stat . >/dev/null
+		done
+		find "$M/$1/proj" -ls >/dev/null`, dir, src))
+	if n := srv.Commands("LIST") - lists; n != 0 {
+		t.Errorf("cp -r, stat and find listed %d directories on the server, want none", n)
+	}
+	if n := srv.Commands("STOR") - stors; n != 18 {
+		t.Errorf("%d uploads for 18 files", n)
+	}
+	mustOK(t, "the server's copy", bash(t, m, 30*time.Second, `set -e
+		cd "$2"
+		rm proj/d?/new.c
+		diff -r "$3" proj
+		[ "$(stat -c %a proj/d1/f2.c)" = 640 ]`, dir, root, src))
+}
+
 // TestHTTP: ls -lR and cat over http and https with nginx autoindex;
 // writes are refused with EROFS.
 func TestHTTP(t *testing.T) {
