@@ -430,7 +430,7 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 			case err == nil:
 				known = true
 				if found {
-					mode = old & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
+					mode = old & keptMode
 				}
 			case isConnLoss(err):
 				return err
@@ -460,7 +460,7 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 					return err
 				}
 				if found {
-					mode = old & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
+					mode = old & keptMode
 				}
 				known = true
 			}
@@ -503,6 +503,10 @@ func (pc *pconn) statReply(p string) (mode os.FileMode, found bool, err error) {
 	}
 	return 0, false, nil
 }
+
+// keptMode are the bits of a replaced file's mode that its replacement
+// gets: permissions and setuid, setgid, sticky.
+const keptMode = os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky
 
 // modeByListing is p's mode where the server has no STAT of a path: SIZE
 // says whether p exists (a new file costs no listing), then its parent's
