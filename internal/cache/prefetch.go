@@ -80,10 +80,12 @@ func (g *gate) done() {
 // errTreeClosed ends a prefetch whose tree closed meanwhile.
 var errTreeClosed = errors.New("the session is closed")
 
-// ahead is one entry of a listing to prefetch.
+// ahead is one entry of a listing to prefetch, learnt at at in epoch.
 type ahead struct {
-	path string
-	info remote.Info
+	path  string
+	info  remote.Info
+	at    time.Time
+	epoch int64
 }
 
 // shownToProgram notes that a program listed d (ReadDir) and lists its
@@ -93,7 +95,13 @@ func (d *dir) shownToProgram(names map[string]remote.Info) {
 	d.mu.Lock()
 	d.shown = d.listed
 	p, at, epoch := d.path, d.listed, d.listEpoch
+	walked := d.aheadFor == d.listed // its files came ahead of the program (nextAhead)
 	d.mu.Unlock()
+	if walked && t.prefetchesFiles() {
+		if todo := t.nextAhead(d); len(todo) > 0 {
+			t.spawn(func() { t.fetchAhead(todo) })
+		}
+	}
 	if t.o.PrefetchRequests == 0 || t.o.ReaddirAhead == 0 {
 		return
 	}
@@ -163,9 +171,10 @@ func (t *tree) listAhead(dirs []*dir) {
 
 // siblingsAhead is called when a program misses in f: if a program
 // listed f's directory, the directory's other small files are fetched
-// ahead, once per listing.
+// ahead, once per listing, and then those of the next directory
+// (nextAhead).
 func (t *tree) siblingsAhead(f *file) {
-	if t.o.PrefetchRequests == 0 || t.o.PrefetchDir == 0 || t.o.PrefetchFile == 0 {
+	if !t.prefetchesFiles() {
 		return
 	}
 	p := f.remotePath()
@@ -174,43 +183,103 @@ func (t *tree) siblingsAhead(f *file) {
 		return
 	}
 	d.mu.Lock()
-	if d.shown.IsZero() || d.shown != d.listed || d.aheadFor == d.listed || !t.fresh(d.listed, d.listEpoch, t.o.DirTTL) {
-		d.mu.Unlock()
+	shown := !d.shown.IsZero() && d.shown == d.listed
+	d.mu.Unlock()
+	if !shown {
 		return
+	}
+	todo := d.filesAhead(path.Base(p))
+	if len(todo) == 0 {
+		return
+	}
+	todo = append(todo, t.nextAhead(d)...)
+	t.spawn(func() { t.fetchAhead(todo) })
+}
+
+func (t *tree) prefetchesFiles() bool {
+	return t.o.PrefetchRequests > 0 && t.o.PrefetchDir > 0 && t.o.PrefetchFile > 0
+}
+
+// filesAhead returns the small files of d's fresh listing to fetch ahead,
+// in listing order after the file named after (where the program goes
+// next; "": from the first), up to PrefetchDir bytes; none when they were
+// taken for this listing already.
+func (d *dir) filesAhead(after string) []ahead {
+	t := d.t
+	d.mu.Lock()
+	if d.names == nil || d.aheadFor == d.listed || !t.fresh(d.listed, d.listEpoch, t.o.DirTTL) {
+		d.mu.Unlock()
+		return nil
 	}
 	d.aheadFor = d.listed
 	dp, at, epoch := d.path, d.listed, d.listEpoch
 	entries := sortedEntries(d.names)
 	d.mu.Unlock()
 
-	// In listing order, starting after f: where the program goes next.
-	me := path.Base(p)
-	first := sort.Search(len(entries), func(i int) bool { return entries[i].info.Name > me })
+	first := sort.Search(len(entries), func(i int) bool { return entries[i].info.Name > after })
 	entries = append(entries[first:], entries[:first]...)
 	var todo []ahead
 	budget := t.o.PrefetchDir
 	for _, e := range entries {
 		size := e.info.Size
-		if !e.info.Mode.IsRegular() || size <= 0 || size > t.o.PrefetchFile || e.info.Name == me {
+		if !e.info.Mode.IsRegular() || size <= 0 || size > t.o.PrefetchFile || e.info.Name == after {
 			continue
 		}
 		if size > budget {
 			break
 		}
 		budget -= size
-		todo = append(todo, ahead{path.Join(dp, e.info.Name), e.info})
+		todo = append(todo, ahead{path.Join(dp, e.info.Name), e.info, at, epoch})
 	}
-	if len(todo) > 0 {
-		t.spawn(func() { t.fetchAhead(todo, at, epoch) })
+	return todo
+}
+
+// nextAhead returns the small files to fetch of the directory after d in
+// the listing of d's parent, when a program listed that parent: a program
+// that listed a directory and reads in its subdirectory d walks it (grep
+// -r, cp -r, tar), and finds the next subdirectory's files there when it
+// gets to it, instead of waiting at each for the first file and then for
+// the prefetch to catch up. Only one directory ahead: when the program
+// lists it, the one after it follows (shownToProgram). Its listing must be
+// there already (listed ahead); none is asked for here.
+func (t *tree) nextAhead(d *dir) []ahead {
+	dp := d.remotePath()
+	if dp == "/" {
+		return nil
 	}
+	pd := t.parentOf(dp)
+	if pd == nil {
+		return nil
+	}
+	pd.mu.Lock()
+	if pd.shown.IsZero() || pd.shown != pd.listed || !t.fresh(pd.listed, pd.listEpoch, t.o.DirTTL) {
+		pd.mu.Unlock()
+		return nil
+	}
+	pp, entries := pd.path, sortedEntries(pd.names)
+	pd.mu.Unlock()
+	me := path.Base(dp)
+	for _, e := range entries {
+		if e.info.Name <= me || !e.info.Mode.IsDir() || e.info.Mode&os.ModeSymlink != 0 {
+			continue
+		}
+		t.mu.Lock()
+		next := t.dirs[path.Join(pp, e.info.Name)]
+		t.mu.Unlock()
+		if next == nil {
+			return nil
+		}
+		return next.filesAhead("")
+	}
+	return nil
 }
 
 // fetchAhead fetches the files of todo whole in the background, each
 // when the gate has room, until the cache is near its limit.
-func (t *tree) fetchAhead(todo []ahead, at time.Time, epoch int64) {
+func (t *tree) fetchAhead(todo []ahead) {
 	ctx := remote.Background(t.ctx)
 	for _, a := range todo {
-		f, ok := t.node(a.path, a.info, at, epoch).(*file)
+		f, ok := t.node(a.path, a.info, a.at, a.epoch).(*file)
 		if !ok || !f.wantsAhead() {
 			continue
 		}

@@ -504,3 +504,68 @@ func TestPrefetchStopsNearCacheLimit(t *testing.T) {
 		t.Fatal("the changed file lost its data")
 	}
 }
+
+// TestWalkPrefetchesTheNextDirectory: a program that listed a directory
+// and reads in one of its subdirectories (grep -r) gets the next
+// subdirectory's small files fetched too, one directory ahead; when it
+// lists that one, the one after it follows. A directory whose parent no
+// program listed gets nothing beyond its own files.
+func TestWalkPrefetchesTheNextDirectory(t *testing.T) {
+	sizes := map[string]int{}
+	for _, d := range []string{"a", "b", "c", "d", "lone/x", "lone/y"} {
+		smallFiles(sizes, d, 10, 1000)
+	}
+	c, root, w := prefetchSetup(t, sizes, 0, Options{})
+	top := root.(*dir).remotePath()
+	fetched := func(dir string) int {
+		reads, _, _ := w.snapshot()
+		n := 0
+		for i := range 10 {
+			n += reads[fmt.Sprintf("%s/%s/f%02d", top, dir, i)]
+		}
+		return n
+	}
+	idle := func() bool {
+		g := root.(*dir).t.gate
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.busy == 0
+	}
+
+	// Not walking: the parent was never listed by a program.
+	lone := lookup(t, root, "lone").(ns.Dir)
+	ls(t, lookup(t, lone, "x").(ns.Dir))
+	cat(t, root, "lone/x/f00")
+	waitFor(t, "lone/x's prefetch", func() bool { return fetched("lone/x") == 10 && idle() })
+	if n := fetched("lone/y"); n != 0 {
+		t.Errorf("lone/y: %d files fetched, want none (nobody listed lone)", n)
+	}
+
+	ls(t, root) // lists a, b, c, d ahead
+	waitFor(t, "the listings ahead", func() bool {
+		_, lists, _ := w.snapshot()
+		return lists[top+"/b"] == 1 && lists[top+"/c"] == 1 && idle()
+	})
+	ls(t, lookup(t, root, "a").(ns.Dir))
+	cat(t, root, "a/f00")
+	waitFor(t, "a's and b's prefetch", func() bool { return fetched("a") == 10 && fetched("b") == 10 && idle() })
+	if n := fetched("c"); n != 0 {
+		t.Errorf("c: %d files fetched while the program is in a, want none (one directory ahead)", n)
+	}
+	ls(t, lookup(t, root, "b").(ns.Dir)) // the program gets to b
+	waitFor(t, "c's prefetch", func() bool { return fetched("c") == 10 && idle() })
+	h := openNode(t, lookup(t, root, "b/f05"), os.O_RDONLY)
+	if _, ok := h.(ns.KernelObject); !ok {
+		t.Error("b/f05 was not complete when the program got to b")
+	}
+	h.Close()
+	c.Close()
+	if n := fetched("d"); n != 0 {
+		t.Errorf("d: %d files fetched while the program is in b, want none", n)
+	}
+	for _, d := range []string{"a", "b", "c"} {
+		if n := fetched(d); n != 10 {
+			t.Errorf("%s: %d fetches of 10 files, want each once", d, n)
+		}
+	}
+}
