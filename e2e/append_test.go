@@ -103,6 +103,19 @@ func TestConcurrentAppends(t *testing.T) {
 // daemon caches in its own slot, and each appends with the server's own
 // append: every record of every process reaches the server.
 func TestAppendsFromSeveralDaemons(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		exists bool
+	}{{"existing", true}, {"new", false}} {
+		t.Run(tc.name, func(t *testing.T) { appendsFromSeveralDaemons(t, tc.exists) })
+	}
+}
+
+// appendsFromSeveralDaemons runs the appenders of TestAppendsFromSeveralDaemons
+// on a file that exists before they start or that their first appends
+// create: each daemon then finds no file and makes one, and the first
+// write-back of each must not replace what another daemon's made.
+func appendsFromSeveralDaemons(t *testing.T, exists bool) {
 	needCatch(t)
 	s := testsrv.StartSSHD(t)
 	root := t.TempDir()
@@ -113,7 +126,9 @@ func TestAppendsFromSeveralDaemons(t *testing.T) {
 	m := mountEnv(t, env, "--cache-dir", cache, "--read-timeout", "3s")
 	const n = 100
 	name := "shared.log"
-	os.WriteFile(filepath.Join(root, name), nil, 0o644)
+	if exists {
+		os.WriteFile(filepath.Join(root, name), nil, 0o644)
+	}
 	var procs []*Proc
 	for _, w := range []string{"run1", "run2"} {
 		procs = append(procs, start(t, 120*time.Second, "", env, wirefsBin, "run", "--cache-dir", cache, "--read-timeout", "3s", "--",

@@ -59,20 +59,32 @@ func (t *tree) dirChanged(p string) { t.entriesChanged(p, false) }
 func (t *tree) subdirsChanged(p string) { t.entriesChanged(p, true) }
 
 func (t *tree) entriesChanged(p string, subdirs bool) {
+	t.withDir(p, func(d *dir) {
+		switch {
+		case d.checked.IsZero(): // asked at the next stat anyway
+		case subdirs && d.info.Nlink > 0:
+			d.checked = time.Time{}
+		default:
+			d.info.Mtime = time.Now()
+		}
+	})
+}
+
+// listingStale makes the next lookup in directory p ask the server: an
+// entry is not what its listing says, and what it is is not known.
+func (t *tree) listingStale(p string) {
+	t.withDir(p, func(d *dir) { d.listed = time.Time{} })
+}
+
+// withDir runs fn on directory p, if known, with its lock held.
+func (t *tree) withDir(p string, fn func(d *dir)) {
 	t.mu.Lock()
 	d := t.dirs[p]
 	t.mu.Unlock()
-	if d == nil {
-		return
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	switch {
-	case d.checked.IsZero(): // asked at the next stat anyway
-	case subdirs && d.info.Nlink > 0:
-		d.checked = time.Time{}
-	default:
-		d.info.Mtime = time.Now()
+	if d != nil {
+		d.mu.Lock()
+		fn(d)
+		d.mu.Unlock()
 	}
 }
 

@@ -220,6 +220,20 @@ func (b *localBackend) Store(ctx context.Context, p string, r io.Reader, size in
 	return nil
 }
 
+// CreateIfMissing makes p with O_EXCL, as the SFTP and 9P backends do.
+func (b *localBackend) CreateIfMissing(ctx context.Context, p string, perm os.FileMode) (bool, error) {
+	b.count("Create")
+	f, err := os.OpenFile(b.local(p), os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if errors.Is(err, os.ErrExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, localErr("create", p, err)
+	}
+	os.Chmod(f.Name(), perm)
+	return true, f.Close()
+}
+
 // Append appends like a server's O_APPEND; a failure injected with
 // storeErrs happens after half of the bytes reached the file, as when a
 // connection drops mid-transfer.

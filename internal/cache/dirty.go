@@ -116,6 +116,7 @@ func (f *file) truncate(ctx context.Context, size int64) error {
 		if err == nil {
 			f.dataGen++
 			f.writeGen++
+			f.appendsOnly = false
 			f.present = ranges{}.add(0, size)
 			f.noteChangeLocked(min(size, f.size), -1)
 			f.size, f.mtime = size, time.Now()
@@ -159,6 +160,7 @@ func (f *file) makeNewLocked(perm os.FileMode) error {
 	}
 	f.mtime = now
 	f.writeGen++
+	f.appendsOnly = true // until a write elsewhere, or a truncate
 	return nil
 }
 
@@ -212,6 +214,8 @@ func (f *file) writeAt(ctx context.Context, p []byte, off int64, appending bool)
 		}
 		if appending {
 			off = f.size
+		} else {
+			f.appendsOnly = false
 		}
 		b, err := f.acquireLocked()
 		f.mu.Unlock()

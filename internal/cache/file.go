@@ -75,7 +75,12 @@ type file struct {
 	// diverged: the server's file is not our copy plus the changes
 	// (another writer appended, or it was made anew from our appends):
 	// once clean, the copy is dropped and the server asked again.
-	diverged    bool
+	diverged bool
+	// appendsOnly: f is new here (base -1) and only O_APPEND writes
+	// changed it, so its write-back appends to the server's file of its
+	// name, made if missing, rather than replacing a file another
+	// client made there meanwhile (appendCreating).
+	appendsOnly bool
 	appendMu    sync.Mutex    // one O_APPEND write at a time: each takes the end
 	storing     chan struct{} // a write-back in flight; closed when it ends
 	appendAhead *openedAhead  // the server's file opened for the next append write-back (appendahead.go)

@@ -49,6 +49,8 @@ type snapshot struct {
 	// diverged: the server's file is not the base (file.diverged), so
 	// only appends can be sent.
 	diverged bool
+	// appendsOnly: a new file that only O_APPEND writes made (file.appendsOnly).
+	appendsOnly bool
 }
 
 // appendOnly reports whether s only adds bytes at the end of the base.
@@ -139,6 +141,7 @@ func (f *file) writeBack(ctx context.Context) error {
 		close(ch)
 		var info remote.Info
 		var setTimes *[2]time.Time
+		unknown := false // the server's file is not our copy, and what it is is not known
 		if err != nil {
 			f.restoreSnapshotLocked(s)
 			f.keepDirtyLocked()
@@ -176,6 +179,7 @@ func (f *file) writeBack(ctx context.Context) error {
 				f.version = remote.Info{Size: serverSize}
 				f.info.Size, f.checked = max(serverSize, 0), time.Time{}
 				f.diverged = false
+				unknown = serverSize < 0
 			}
 			info = f.info
 			if s.base < 0 {
@@ -218,7 +222,13 @@ func (f *file) writeBack(ctx context.Context) error {
 			}
 		}
 		if info.Name != "" {
-			t.noteEntry(p, &info)
+			if unknown {
+				// Not our guess in the listing either: the next
+				// lookup asks the server.
+				t.listingStale(path.Dir(p))
+			} else {
+				t.noteEntry(p, &info)
+			}
 			t.c.evict()
 		}
 		return nil
@@ -333,7 +343,8 @@ func (f *file) takeSnapshotLocked() snapshot {
 // changesLocked is what a write-back started now would send.
 func (f *file) changesLocked() snapshot {
 	s := snapshot{gen: f.writeGen, size: f.size, path: f.path, mtime: f.mtime,
-		base: f.base, low: f.low, changed: f.changed, retried: f.retried, diverged: f.diverged}
+		base: f.base, low: f.low, changed: f.changed, retried: f.retried, diverged: f.diverged,
+		appendsOnly: f.appendsOnly}
 	_, appends := f.t.w.(remote.Appender)
 	_, patches := f.t.w.(remote.Patcher)
 	if !appends && !patches {
@@ -396,6 +407,11 @@ func (f *file) send(ctx context.Context, b *blob, s snapshot, mode os.FileMode, 
 			return f.appendToNew(ctx, b, s, mode)
 		}
 		return n, err
+	case s.base < 0 && s.appendsOnly && ap != nil:
+		if _, ok := t.w.(remote.Creator); ok {
+			return f.appendCreating(ctx, b, s, 0, mode)
+		}
+		fallthrough
 	case s.base < 0 || pa == nil:
 		return s.size, t.w.Store(ctx, s.path, io.NewSectionReader(b.f, 0, s.size), s.size, mode.Perm()|mode&specialBits)
 	default:
@@ -415,14 +431,59 @@ func (f *file) send(ctx context.Context, b *blob, s snapshot, mode os.FileMode, 
 // appender's records start a new file of that name, as they would through
 // sshfs, whose open(O_APPEND|O_CREAT) after the rotation makes one; they
 // stayed in the cache, refused for good, before (and bash's `echo >>`
-// does not check close). The store replaces a file of that name made on
-// the server between the failed append and this store (a narrow race;
-// without it, Store's temporary name keeps a failed upload from leaving a
-// truncated file). Our older copy is not the server's file any more: the
-// returned length differs from s.size, and the write-back forgets it.
+// does not check close). Where the server can make a file without
+// replacing one (remote.Creator), they are appended to whatever file has
+// the name by then (appendCreating): several clients rotating onto one
+// new log each keep their records. Otherwise the store replaces a file of
+// that name made on the server between the failed append and this store
+// (a narrow race; Store's temporary name keeps a failed upload from
+// leaving a truncated file). Our older copy is not the server's file any
+// more: the returned length differs from s.size, and the write-back
+// forgets it.
 func (f *file) appendToNew(ctx context.Context, b *blob, s snapshot, mode os.FileMode) (int64, error) {
 	n := s.size - s.base
 	f.t.c.log.Info("cache: the file is gone from the server; the appended bytes start a new file of its name",
 		"server", f.t.key, "path", s.path, "bytes", n)
+	if _, ok := f.t.w.(remote.Creator); ok {
+		return f.appendCreating(ctx, b, s, s.base, mode)
+	}
 	return n, f.t.w.Store(ctx, s.path, io.NewSectionReader(b.f, s.base, n), n, mode.Perm()|mode&specialBits)
+}
+
+// appendCreating appends the bytes [from, s.size) of data file b to the
+// server's file of s's name, made empty first (permission from mode) if
+// it is missing. Each step is one atomic act of the server, so clients
+// that each found no file and made one (a mount and `wirefs run`s
+// starting one log; other machines) append to one file, whichever made
+// it, as their open(O_WRONLY|O_APPEND|O_CREAT) would on a local file
+// system: storing the new file whole replaced the file another had
+// made, with its records. A file that was there already is not our copy:
+// the write-back then forgets the copy (diverged), and the next open asks
+// the server. It returns what Append returns, or (the file made here,
+// its length unknown) the bytes sent.
+//
+// A retry after a failure that came once the server had written the
+// bytes sends them again: a record twice, rather than other clients'
+// records replaced.
+func (f *file) appendCreating(ctx context.Context, b *blob, s snapshot, from int64, mode os.FileMode) (int64, error) {
+	created, err := f.t.w.(remote.Creator).CreateIfMissing(ctx, s.path, mode.Perm()|mode&specialBits)
+	if err != nil {
+		return 0, err
+	}
+	n, size := s.size-from, int64(-1)
+	if n > 0 {
+		size, err = f.t.w.(remote.Appender).Append(ctx, s.path, io.NewSectionReader(b.f, from, n), n)
+		if err != nil {
+			return 0, err
+		}
+	}
+	switch {
+	case !created:
+		f.mu.Lock()
+		f.diverged = true
+		f.mu.Unlock()
+	case size < 0:
+		size = n
+	}
+	return size, nil
 }

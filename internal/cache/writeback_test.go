@@ -329,3 +329,86 @@ func TestAppendToVanishedUncachedFile(t *testing.T) {
 		t.Fatalf("read through the cache: %q", got)
 	}
 }
+
+// appendNew appends rec to p in root as bash's `echo rec >> p` does:
+// open(O_WRONLY|O_APPEND|O_CREAT), write, close.
+func appendNew(t *testing.T, root ns.Dir, p, rec string) {
+	t.Helper()
+	_, h, err := root.(ns.Creator).Create(bg, ns.Caller{}, p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if _, err := h.(ns.WriterAt).WriteAt(bg, []byte(rec), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.(ns.Flusher).Flush(bg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNewLogFromTwoCaches: two daemons (two caches on one server) each
+// find no log and start it with an append. The second one's first
+// write-back used to store its new file whole over the one the first had
+// made: the first's record was lost. Now each appends to whichever file
+// has the name, and the second forgets its copy, which is not the
+// server's file.
+func TestNewLogFromTwoCaches(t *testing.T) {
+	b := newLocalBackend(t)
+	first, _ := newCache(t, 0)
+	second, _ := newCache(t, 0)
+	r1 := first.Root("local://a", b, Options{})
+	r2 := second.Root("local://a", b, Options{})
+	for _, r := range []ns.Dir{r1, r2} {
+		if _, err := r.ReadDir(bg); err != nil { // both now know there is no log
+			t.Fatal(err)
+		}
+	}
+	appendNew(t, r1, "log", "first\n")
+	appendNew(t, r2, "log", "second\n")
+	if got, _ := b.get("/log"); string(got) != "first\nsecond\n" {
+		t.Fatalf("server has %q", got)
+	}
+	if fi, err := os.Stat(b.local("/log")); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("the log's mode: %v (%v), want 0640", fi.Mode(), err)
+	}
+	if got := cat(t, r2, "log"); string(got) != "first\nsecond\n" {
+		t.Fatalf("the second cache shows %q", got)
+	}
+	if n := b.n("Store"); n != 0 {
+		t.Fatalf("%d whole-file stores, want none", n)
+	}
+}
+
+// TestTouchKeepsAFileMadeMeanwhile: a file made empty by an open that
+// neither truncates nor writes (touch) does not replace the server's
+// file of that name, made since the cache looked; a new file written at
+// offsets (cp: O_TRUNC) still replaces it, as its open would.
+func TestTouchKeepsAFileMadeMeanwhile(t *testing.T) {
+	b := newLocalBackend(t)
+	c, _ := newCache(t, 0)
+	root := c.Root("local://a", b, Options{})
+	if _, err := root.ReadDir(bg); err != nil {
+		t.Fatal(err)
+	}
+	b.put(t, "/precious", []byte("made on the server\n"))
+	_, h, err := root.(ns.Creator).Create(bg, ns.Caller{}, "precious", os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.(ns.Flusher).Flush(bg); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if got, _ := b.get("/precious"); string(got) != "made on the server\n" {
+		t.Fatalf("server has %q", got)
+	}
+	if got := cat(t, root, "precious"); string(got) != "made on the server\n" {
+		t.Fatalf("the cache shows %q", got)
+	}
+	b.put(t, "/copied", []byte("old\n"))
+	writeNew(t, root, "copied", []byte("new\n"))
+	if got, _ := b.get("/copied"); string(got) != "new\n" {
+		t.Fatalf("the copy's target has %q", got)
+	}
+}

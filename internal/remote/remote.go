@@ -135,6 +135,17 @@ type Appender interface {
 	Append(ctx context.Context, p string, r io.Reader, n int64) (int64, error)
 }
 
+// Creator is implemented by Appenders that can make a file without
+// touching one that exists, so that the first appends to a file nobody
+// had (a log that several clients start at once) create it or append to
+// it, whichever is true when they arrive, and never replace another
+// client's file.
+type Creator interface {
+	// CreateIfMissing makes p an empty file with permission perm unless
+	// p exists; an existing file is left as it is. created says which.
+	CreateIfMissing(ctx context.Context, p string, perm os.FileMode) (created bool, err error)
+}
+
 // StatLister is implemented by backends whose Stat lists the parent
 // directory and picks the entry (FTP, without MLST everywhere): the cache
 // then validates a file by listing its directory itself, which validates

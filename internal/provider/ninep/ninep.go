@@ -77,6 +77,7 @@ var (
 	_ remote.Statfser     = (*Backend)(nil)
 	_ remote.Appender     = (*Backend)(nil)
 	_ remote.AppendOpener = (*Backend)(nil)
+	_ remote.Creator      = (*Backend)(nil)
 	_ remote.Patcher      = (*Backend)(nil)
 )
 

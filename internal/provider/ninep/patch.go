@@ -3,6 +3,7 @@ package ninep
 import (
 	"context"
 	"io"
+	"os"
 	"syscall"
 
 	"github.com/hugelgupf/p9/p9"
@@ -10,8 +11,31 @@ import (
 	"wirefs/internal/remote"
 )
 
-// dotlAppend is Tlopen's O_APPEND (Linux's value, whatever the host's).
-const dotlAppend = 0x400
+// Tlopen/Tlcreate's O_APPEND and O_EXCL (Linux's values, whatever the
+// host's).
+const (
+	dotlAppend = 0x400
+	dotlExcl   = 0x80
+)
+
+// CreateIfMissing makes p with Tlcreate O_EXCL, then sets exactly perm on
+// the file it made (the server's umask applied at creation); an existing
+// p is the server's EEXIST, and left alone.
+func (b *Backend) CreateIfMissing(ctx context.Context, p string, perm os.FileMode) (created bool, err error) {
+	err = b.inParent(ctx, "create", p, func(dir p9.File, name string) error {
+		// dir becomes the new file.
+		_, _, _, err := dir.Create(name, p9.WriteOnly|dotlExcl, unixPerm(perm), p9.NoUID, p9.NoGID)
+		if errno, ok := serverErrno(err); ok && errno == syscall.EEXIST {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		created = true
+		return chmod(dir, perm)
+	})
+	return created, err
+}
 
 // Append writes n bytes of r at the end of the existing file p: OpenAppend,
 // then the file's Append and Close.

@@ -2,6 +2,7 @@ package sftp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/pkg/sftp"
 
+	"wirefs/internal/ns"
 	"wirefs/internal/remote"
 	"wirefs/internal/remote/session"
 )
@@ -24,6 +26,27 @@ func (b *backend) Append(ctx context.Context, p string, r io.Reader, n int64) (i
 	}
 	defer f.Close()
 	return f.Append(ctx, r, n)
+}
+
+// CreateIfMissing makes p with O_CREAT|O_EXCL and sets perm on the file
+// it made; OpenSSH answers an existing p with a bare "failure" (SFTP v3
+// has no EEXIST), which explain tells from other failures by looking.
+// Retried like a read: a second attempt finds the file the first made.
+func (b *backend) CreateIfMissing(ctx context.Context, p string, perm os.FileMode) (created bool, err error) {
+	return call(ctx, b, "create", p, []string{p}, session.Always, func(c *conn) (bool, error) {
+		f, err := c.sftp.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+		if err != nil {
+			err = b.explain(c, "create", p, creates, err)
+			if ns.Errno(err) == syscall.EEXIST {
+				return false, nil
+			}
+			return false, err
+		}
+		chmod := make(chan error, 1)
+		go func() { chmod <- c.sftp.Chmod(p, perm) }()
+		cerr := f.Close()
+		return true, b.explain(c, "create", p, changes, errors.Join(<-chmod, cerr))
+	}, nil)
 }
 
 // OpenAppend opens the existing file p with SSH_FXF_APPEND: OpenSSH opens

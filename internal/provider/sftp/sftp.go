@@ -52,6 +52,7 @@ var (
 	_ remote.Statfser     = (*backend)(nil)
 	_ remote.Appender     = (*backend)(nil)
 	_ remote.AppendOpener = (*backend)(nil)
+	_ remote.Creator      = (*backend)(nil)
 	_ remote.Patcher      = (*backend)(nil)
 )
 

@@ -1,7 +1,8 @@
 // Package remotetest is the conformance suite every writable remote
 // protocol runs against its real server, as testing/fstest.TestFS serves
 // every fs.FS: modes with their special bits, owners, times, links,
-// statfs, appends and partial writes (remote.Appender, remote.Patcher), errnos, full and read-only
+// statfs, appends, creation that never replaces (remote.Creator) and partial
+// writes (remote.Patcher), errnos, full and read-only
 // server file systems, cancellation without leaks. Every result is
 // checked on the server's own disk, not through the protocol.
 package remotetest
@@ -52,6 +53,7 @@ type posixBackend interface {
 	remote.Linker
 	remote.Statfser
 	remote.Appender
+	remote.Creator
 	remote.Patcher
 }
 
@@ -65,6 +67,7 @@ func POSIX(t *testing.T, s Server) {
 		{"Links", links},
 		{"Statfs", statfs},
 		{"Append", appends},
+		{"CreateIfMissing", createIfMissing},
 		{"Patch", patches},
 		{"Errnos", errnos},
 		{"FullAndReadOnlyFS", fullAndReadOnlyFS},
@@ -298,6 +301,60 @@ func appends(t *testing.T, s Server) {
 	wantErrno(t, "append to a directory", err, syscall.EISDIR)
 	_, err = b.Append(ctx, f, strings.NewReader("x"), 2)
 	wantErrno(t, "append of a short source", err, syscall.EIO)
+}
+
+// createIfMissing: a missing file is made empty with exactly the mode
+// asked; an existing one keeps its bytes and mode; two sessions that each
+// make a new log and append to it keep every line, and one of them made it.
+func createIfMissing(t *testing.T, s Server) {
+	b := s.dial(t)
+	ctx := context.Background()
+	dir := s.Dir(t)
+	f := dir + "/new"
+	created, err := b.CreateIfMissing(ctx, f, 0o640)
+	if fi, serr := os.Stat(f); err != nil || !created || serr != nil || fi.Size() != 0 || fi.Mode() != 0o640 {
+		t.Fatalf("CreateIfMissing = %v, %v; on the server: %v, %v", created, err, fi, serr)
+	}
+	os.WriteFile(f, []byte("theirs"), 0o600)
+	os.Chmod(f, 0o600)
+	created, err = b.CreateIfMissing(ctx, f, 0o644)
+	data, _ := os.ReadFile(f)
+	if fi, _ := os.Stat(f); err != nil || created || string(data) != "theirs" || fi.Mode() != 0o600 {
+		t.Fatalf("CreateIfMissing of an existing file = %v, %v; the server has %q, mode %v", created, err, data, fi.Mode())
+	}
+	_, err = b.CreateIfMissing(ctx, dir+"/nodir/f", 0o644)
+	wantErrno(t, "create in a missing directory", err, syscall.ENOENT)
+
+	other := s.dial(t)
+	log := dir + "/log"
+	var made sync.Map
+	var wg sync.WaitGroup
+	for i, be := range []posixBackend{b, other} {
+		wg.Go(func() {
+			for j := range 20 {
+				created, err := be.CreateIfMissing(ctx, log, 0o644)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if created {
+					made.Store(fmt.Sprint(i, j), true)
+				}
+				line := fmt.Sprintf("%d %2d\n", i, j)
+				if _, err := be.Append(ctx, log, strings.NewReader(line), int64(len(line))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	data, _ = os.ReadFile(log)
+	n := 0
+	made.Range(func(any, any) bool { n++; return true })
+	if lines := strings.Count(string(data), "\n"); lines != 40 || len(data) != 40*5 || n != 1 {
+		t.Fatalf("two sessions making and appending to one log left %d lines (%d bytes), made it %d times; want 40 lines, made once", lines, len(data), n)
+	}
 }
 
 func patches(t *testing.T, s Server) {
