@@ -58,8 +58,9 @@ func TestMain(m *testing.M) {
 
 // supervise is `wirefs run -- args…` with the namespace of cmd/wirefs
 // ("-timing" first: Options.Timing on standard error; "-nofast": without
-// the fast path), or, with "-pace BYTES/S" first, wirefs nice's
-// per-socket pacing.
+// the fast path; "-timeout DURATION": the connect timeout, 10s if not
+// given), or, with "-pace BYTES/S" first, wirefs nice's per-socket
+// pacing.
 func supervise(args []string) int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	if len(args) > 2 && args[0] == "-pace" {
@@ -72,12 +73,16 @@ func supervise(args []string) int {
 		return status
 	}
 	o := catch.Options{Log: log, RuntimeDir: os.Getenv(rtEnv)}
+	timeout := 10 * time.Second
 	for len(args) > 1 {
 		switch args[0] {
 		case "-timing":
 			o.Timing = os.Stderr
 		case "-nofast":
 			o.NoFastPath = true
+		case "-timeout":
+			timeout, _ = time.ParseDuration(args[1])
+			args = args[1:]
 		default:
 			goto run
 		}
@@ -86,7 +91,7 @@ func supervise(args []string) int {
 run:
 	o.Args = args
 	res := resolve.New(time.Minute)
-	streams := netstream.New(res, 10*time.Second, log)
+	streams := netstream.New(res, timeout, log)
 	n := ns.New()
 	n.Mount("tcp", streams.TCP())
 	n.Mount("udp", streams.UDP())

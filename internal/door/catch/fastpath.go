@@ -2,6 +2,7 @@ package catch
 
 import (
 	_ "embed"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // The fast path: a library preloaded into the command's dynamically linked
@@ -40,6 +43,70 @@ const (
 	trampAddr = 0x100000000000
 	trampIP   = trampAddr + 25
 )
+
+// An open of a name the library does not find local is made from a
+// second copy of the trampoline, at trampAddr + 32, which the filter
+// traps as any other call: from there, the open's fifth and sixth
+// arguments (which openat ignores) are the address of the library's
+// connect answer and connectMagic. The supervisor writes the answer
+// before it hands over a descriptor: the address of a socket that the
+// library is to connect in the program's thread (ns.Unconnected), or
+// none. The answer is fastpath.c's struct connect_answer: a u32 length
+// of the address (0: none), a u32 of zeros, then the struct sockaddr.
+const (
+	trampConnectIP   = trampAddr + 32 + 25
+	connectMagic     = 0x77666361_6e737772 // "wfcanswr"
+	connectAnswerMax = 8 + 32
+)
+
+// connectAnswerAt is where the library that made the open n takes its
+// connect answer, or 0 when the library did not make it.
+func connectAnswerAt(n *notif) uint64 {
+	if n.IP != trampConnectIP || n.Args[5] != connectMagic || n.Args[4] == 0 {
+		return 0
+	}
+	return n.Args[4]
+}
+
+// writeConnectAnswer writes the connect answer at addr in process pid:
+// to, or no address when to is nil.
+func writeConnectAnswer(pid uint32, addr uint64, to unix.Sockaddr) error {
+	var a [connectAnswerMax]byte
+	n := 4 // the length alone: 0
+	if to != nil {
+		sa, err := rawSockaddr(to)
+		if err != nil {
+			return err
+		}
+		binary.LittleEndian.PutUint32(a[0:], uint32(len(sa)))
+		n = 8 + copy(a[8:], sa)
+	}
+	got, err := writeRemote(pid, addr, a[:n])
+	if err == nil && got != n {
+		err = syscall.EFAULT
+	}
+	return err
+}
+
+// rawSockaddr is sa as struct sockaddr_in or sockaddr_in6.
+func rawSockaddr(sa unix.Sockaddr) ([]byte, error) {
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		b := make([]byte, unix.SizeofSockaddrInet4)
+		binary.LittleEndian.PutUint16(b[0:], unix.AF_INET)
+		binary.BigEndian.PutUint16(b[2:], uint16(sa.Port))
+		copy(b[4:], sa.Addr[:])
+		return b, nil
+	case *unix.SockaddrInet6:
+		b := make([]byte, unix.SizeofSockaddrInet6)
+		binary.LittleEndian.PutUint16(b[0:], unix.AF_INET6)
+		binary.BigEndian.PutUint16(b[2:], uint16(sa.Port))
+		copy(b[8:], sa.Addr[:])
+		binary.LittleEndian.PutUint32(b[24:], sa.ZoneId)
+		return b, nil
+	}
+	return nil, fmt.Errorf("no connect answer for a %T", sa)
+}
 
 // Environment of the command's programs for the fast path.
 const (

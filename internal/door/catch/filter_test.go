@@ -148,6 +148,7 @@ func TestFilterFastPath(t *testing.T) {
 	}{
 		{syscall.SYS_OPENAT, trampIP, cwd, retAllow},
 		{syscall.SYS_OPENAT, trampIP - 2, cwd, retUserNotif},
+		{syscall.SYS_OPENAT, trampConnectIP, cwd, retUserNotif},  // the library's opens of namespace names
 		{syscall.SYS_OPENAT, trampIP + 1<<32, cwd, retUserNotif}, // the low word alone does not do
 		{syscall.SYS_OPENAT, 0x7f0000001234, cwd, retUserNotif},
 		{syscall.SYS_STAT, trampIP, [6]uint64{}, retAllow},

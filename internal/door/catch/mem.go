@@ -42,6 +42,29 @@ func readRemote(pid uint32, addr uint64, buf []byte) (int, error) {
 	return int(r), nil
 }
 
+// writeRemote writes buf at addr of process pid with process_vm_writev
+// (buf is small: one page boundary at most) and returns how many bytes
+// it wrote.
+func writeRemote(pid uint32, addr uint64, buf []byte) (int, error) {
+	var remote [2]struct{ base, len uint64 }
+	n := 0
+	for off := 0; off < len(buf) && n < len(remote); n++ {
+		a := addr + uint64(off)
+		chunk := min(pageSize-int(a%pageSize), len(buf)-off)
+		remote[n].base, remote[n].len = a, uint64(chunk)
+		off += chunk
+	}
+	local := syscall.Iovec{Base: &buf[0]}
+	local.SetLen(len(buf))
+	r, _, e := syscall.Syscall6(sysProcessVMWritev, uintptr(pid),
+		uintptr(unsafe.Pointer(&local)), 1,
+		uintptr(unsafe.Pointer(&remote[0])), uintptr(n), 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
 // readPath reads the NUL-terminated path at addr in process pid.
 func readPath(pid uint32, addr uint64) (string, error) {
 	var small [smallPath]byte

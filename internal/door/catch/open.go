@@ -195,6 +195,12 @@ type opening struct {
 	err   error     // the lookup's error
 	h     ns.Handle // the node's handle, once opened
 	kf    *os.File  // h's kernel file, when it gave one
+	// answerAt is where the fast-path library that made the call
+	// takes the answer of a socket it is to connect (0: not such a
+	// call; fastpath.go), and connectTo the address it connects to
+	// (nil: the descriptor is ready as it is).
+	answerAt  uint64
+	connectTo unix.Sockaddr
 }
 
 // open serves open, openat, openat2 and creat: decode, then decide and
@@ -206,7 +212,7 @@ func (s *server) open(ctx context.Context, n *notif, c call, w where) {
 		s.respond(n.ID, 0, errno)
 		return
 	}
-	o := &opening{n: n, c: c, w: w, ctx: ctx, facts: openFacts{call: oc, door: s.mnt != ""}}
+	o := &opening{n: n, c: c, w: w, ctx: ctx, facts: openFacts{call: oc, door: s.mnt != ""}, answerAt: connectAnswerAt(n)}
 	plan := decideOpen(o.facts)
 	if plan.action == openLookup {
 		s.lookup(o)
@@ -238,8 +244,15 @@ func (s *server) lookup(o *opening) {
 // what the handle is. On failure it answers the target and returns false.
 func (s *server) openNode(o *opening, flags int) bool {
 	c := s.caller(o.n.Pid)
+	ctx := o.ctx
+	if o.answerAt != 0 && flags&syscall.O_NONBLOCK == 0 {
+		// The library connects a socket in the program's thread;
+		// an O_NONBLOCK open still gets one connected here and
+		// made non-blocking, as documented.
+		ctx = ns.WithConnectByOpener(ctx)
+	}
 	t0 := s.tm.start()
-	h, err := o.node.(ns.Opener).Open(o.ctx, c, flags)
+	h, err := o.node.(ns.Opener).Open(ctx, c, flags)
 	s.tm.end(phOpen, t0)
 	if err != nil {
 		s.fail(o.n, o.c, o.w, err)
@@ -257,6 +270,9 @@ func (s *server) openNode(o *opening, flags int) bool {
 			o.facts.handle.kernel = true
 		}
 	}
+	if u, ok := h.(ns.Unconnected); ok {
+		o.connectTo = u.ConnectTo()
+	}
 	return true
 }
 
@@ -272,9 +288,9 @@ func (s *server) actOpen(o *opening, plan openPlan) {
 		if o.h != nil {
 			o.h.Close() // opened again by name
 		}
-		s.injectPath(n, c, w, s.private(w), plan.flags, plan.mode, plan.fdFlags)
+		s.injectPath(o, s.private(w), plan.flags, plan.mode, plan.fdFlags)
 	case openKernel:
-		s.injectKernel(n, c, w, o.h, o.kf, plan.flags, plan.fdFlags)
+		s.injectKernel(o, plan.flags, plan.fdFlags)
 	case openServe:
 		s.injectServed(o, plan.flags, plan.fdFlags)
 	default:
@@ -290,7 +306,7 @@ func (s *server) injectServed(o *opening, flags int, fdFlags uint32) {
 		return opener.Open(ctx, c, flags)
 	}
 	id := s.served.add(h, o.node, reopen)
-	s.injectPath(o.n, o.c, o.w, s.mnt+"/"+pendingDir+"/"+id, flags, 0, fdFlags, func(fd int) {
+	s.injectPath(o, s.mnt+"/"+pendingDir+"/"+id, flags, 0, fdFlags, func(fd int) {
 		var st syscall.Stat_t
 		if syscall.Fstat(fd, &st) == nil {
 			s.served.bind(h, st.Ino)
@@ -299,33 +315,38 @@ func (s *server) injectServed(o *opening, flags int, fdFlags uint32) {
 	s.served.drop(id) // closes h unless the door took it
 }
 
-// injectKernel gives the target the kernel object f, h's file, itself.
-func (s *server) injectKernel(n *notif, c call, w where, h ns.Handle, f *os.File, flags int, fdFlags uint32) {
+// injectKernel gives the target the kernel object o.kf, o.h's file,
+// itself.
+func (s *server) injectKernel(o *opening, flags int, fdFlags uint32) {
 	defer s.tm.end(phInject, s.tm.start())
 	// The file shares its open file description with the daemon's
 	// socket, which Go keeps non-blocking; the program gets the mode it
-	// asked for. Fd() also takes the file out of Go's poller.
-	fd := int(f.Fd())
-	fl, err := fcntl(fd, syscall.F_GETFL, 0)
-	if err == nil {
-		want := fl &^ syscall.O_NONBLOCK
-		if flags&syscall.O_NONBLOCK != 0 {
-			want |= syscall.O_NONBLOCK
-		}
-		if want != fl {
-			fcntl(fd, syscall.F_SETFL, want)
+	// asked for. Fd() also takes the file out of Go's poller. A socket
+	// the program connects is new and blocking, and the open did not
+	// ask for O_NONBLOCK.
+	fd := int(o.kf.Fd())
+	if o.connectTo == nil {
+		if fl, err := fcntl(fd, syscall.F_GETFL, 0); err == nil {
+			want := fl &^ syscall.O_NONBLOCK
+			if flags&syscall.O_NONBLOCK != 0 {
+				want |= syscall.O_NONBLOCK
+			}
+			if want != fl {
+				fcntl(fd, syscall.F_SETFL, want)
+			}
 		}
 	}
-	s.addfd(n, c, w, fd, fdFlags)
+	s.addfd(o, fd, fdFlags)
 	// The target holds the object now; the daemon lets go of its copy
 	// so that closing the target's fd really closes the connection.
-	h.Close()
+	o.h.Close()
 }
 
 // injectPath opens name on the private door with flags (and mode, for
 // O_CREAT) and gives the target that fd. opened, if set, sees the fd
 // first.
-func (s *server) injectPath(n *notif, c call, w where, name string, flags int, mode uint32, fdFlags uint32, opened ...func(fd int)) {
+func (s *server) injectPath(o *opening, name string, flags int, mode uint32, fdFlags uint32, opened ...func(fd int)) {
+	n, c, w := o.n, o.c, o.w
 	if s.mnt == "" {
 		s.fail(n, c, w, ns.Errorf(syscall.EOPNOTSUPP, "no private FUSE door"))
 		return
@@ -356,13 +377,21 @@ func (s *server) injectPath(n *notif, c call, w where, name string, flags int, m
 		f(fd)
 	}
 	t0 = s.tm.start()
-	s.addfd(n, c, w, fd, fdFlags)
+	s.addfd(o, fd, fdFlags)
 	s.tm.end(phInject, t0)
 }
 
 // addfd installs fd in the target and answers the call with the new
-// number, in one step (SECCOMP_ADDFD_FLAG_SEND).
-func (s *server) addfd(n *notif, c call, w where, fd int, fdFlags uint32) {
+// number, in one step (SECCOMP_ADDFD_FLAG_SEND), after telling the
+// fast-path library whether to connect it.
+func (s *server) addfd(o *opening, fd int, fdFlags uint32) {
+	n, c, w := o.n, o.c, o.w
+	if o.answerAt != 0 {
+		if err := writeConnectAnswer(n.Pid, o.answerAt, o.connectTo); err != nil {
+			s.fail(n, c, w, ns.Errorf(syscall.EFAULT, "the fast path's answer: %v", err))
+			return
+		}
+	}
 	a := notifAddfd{ID: n.ID, Flags: addfdFlagSend, Srcfd: uint32(fd), NewfdFlags: fdFlags}
 	for {
 		e := addfdUninterrupted(s.fd, &a)

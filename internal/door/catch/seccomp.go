@@ -12,6 +12,7 @@ import (
 const (
 	sysSeccomp         = 317
 	sysProcessVMReadv  = 310
+	sysProcessVMWritev = 311
 	seccompSetModeFilt = 1
 	seccompGetNotifSz  = 3
 

@@ -209,3 +209,87 @@ func TestTCPConnectInterruptedBySignals(t *testing.T) {
 		})
 	}
 }
+
+// An opener that connects sockets itself (ns.WithConnectByOpener) gets a
+// client's socket unconnected, set up as for the daemon's own connect,
+// with the address to connect it to and the connect timeout as its
+// TCP_USER_TIMEOUT; it shows as a live endpoint until closed. Names with
+// several addresses, and timeouts the kernel would round up to a second,
+// are still connected by the daemon.
+func TestTCPConnectByOpener(t *testing.T) {
+	e := newEnv(t)
+	e.p.ConnectTimeout = 2 * time.Second
+	ln := listenTCP(t, "127.0.0.1:0")
+	port := portOf(ln.Addr())
+	ctx := ns.WithConnectByOpener(tctx(t))
+	h, err := e.openAs(ctx, e.self, "tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	u, ok := h.(heldHandle).Handle.(ns.Unconnected)
+	if !ok {
+		t.Fatalf("handle %T, want ns.Unconnected", h.(heldHandle).Handle)
+	}
+	f, _ := u.KernelFile()
+	fd := int(f.Fd())
+	if _, err := unix.Getpeername(fd); err != unix.ENOTCONN {
+		t.Fatalf("getpeername = %v, want ENOTCONN: the socket is the opener's to connect", err)
+	}
+	if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK != 0 {
+		t.Fatalf("file status flags %#x, %v: want a blocking socket", fl, err)
+	}
+	if v, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY); err != nil || v == 0 {
+		t.Fatalf("TCP_NODELAY = %d, %v", v, err)
+	}
+	if v, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT); err != nil || v != 2000 {
+		t.Fatalf("TCP_USER_TIMEOUT = %d, %v; want the connect timeout, 2000 ms", v, err)
+	}
+	if e.p.Live() != 1 {
+		t.Errorf("%d live endpoints, want 1", e.p.Live())
+	}
+	to, ok := u.ConnectTo().(*unix.SockaddrInet4)
+	if !ok || to.Port != port || to.Addr != [4]byte{127, 0, 0, 1} {
+		t.Fatalf("ConnectTo = %#v, want 127.0.0.1:%d", u.ConnectTo(), port)
+	}
+	if err := unix.Connect(fd, to); err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	acceptOne(t, ln)
+	h.Close()
+	if e.p.Live() != 0 {
+		t.Errorf("%d live endpoints after close, want 0", e.p.Live())
+	}
+
+	// Two addresses (::1 and 127.0.0.1): the daemon tries them in turn.
+	ln6 := listenTCP(t, "[::1]:0")
+	h2, err := e.openAs(ctx, e.self, "tcp", fmt.Sprintf("localhost.test:%d", portOf(ln6.Addr())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Close()
+	if _, ok := h2.(heldHandle).Handle.(ns.Unconnected); ok {
+		t.Error("a name of two addresses gave an unconnected socket")
+	}
+	// A timeout below a second stays the daemon's.
+	e.p.ConnectTimeout = 500 * time.Millisecond
+	h3, err := e.openAs(ctx, e.self, "tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h3.Close()
+	if _, ok := h3.(heldHandle).Handle.(ns.Unconnected); ok {
+		t.Error("a connect timeout of 500 ms gave an unconnected socket")
+	}
+}
+
+// Without the door's word, a client open connects (the FUSE door, a
+// static program under the catcher).
+func TestTCPConnectNotByOpener(t *testing.T) {
+	e := newEnv(t)
+	ln := listenTCP(t, "127.0.0.1:0")
+	h := e.mustOpen("tcp", fmt.Sprintf("127.0.0.1:%d", portOf(ln.Addr())))
+	if _, ok := h.(heldHandle).Handle.(ns.Unconnected); ok {
+		t.Fatal("an unconnected socket for a door that did not ask")
+	}
+}

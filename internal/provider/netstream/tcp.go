@@ -54,6 +54,13 @@ func (p *Provider) dialTCP(ctx context.Context, name string, n Name, c ns.Caller
 			return nil, err
 		}
 	}
+	if len(remotes) == 1 && ns.ConnectByOpener(ctx) && openerBounds(p.ConnectTimeout) {
+		f, to, err := socketForOpener(remotes[0], local, p.ConnectTimeout)
+		if err != nil {
+			return nil, dialError("tcp", name, err)
+		}
+		return ns.UnconnectedSocket(f, to, p.track("tcp", name, c)), nil
+	}
 	var lastErr error
 	for _, r := range remotes {
 		f, err := connectTCP(ctx, r, local, p.ConnectTimeout)
@@ -78,23 +85,62 @@ func (p *Provider) dialTCP(ctx context.Context, name string, n Name, c ns.Caller
 // both doors put the same segments on the wire. The end of ctx aborts
 // the connect; timeout, if not 0, bounds it.
 func connectTCP(ctx context.Context, remote, local netip.AddrPort, timeout time.Duration) (*os.File, error) {
+	fd, to, err := socketTCP(remote, local)
+	if err == nil {
+		if err = connectAbortable(ctx, fd, to, timeout); err != nil {
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		return nil, dialOpError(remote, local, err)
+	}
+	return os.NewFile(uintptr(fd), "tcp:"+remote.String()), nil
+}
+
+// socketTCP makes the socket of a connection to remote (from local, if
+// valid), set up (setupTCP) but not connected, and the address to
+// connect it to.
+func socketTCP(remote, local netip.AddrPort) (int, unix.Sockaddr, error) {
 	family := unix.AF_INET6
 	if remote.Addr().Unmap().Is4() && (!local.IsValid() || local.Addr().Unmap().Is4()) {
 		family = unix.AF_INET
 	}
 	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, dialOpError(remote, local, os.NewSyscallError("socket", err))
+		return -1, nil, os.NewSyscallError("socket", err)
 	}
-	err = setupTCP(fd, family, local)
-	if err == nil {
-		err = connectAbortable(ctx, fd, sockaddr(family, remote), timeout)
-	}
-	if err != nil {
+	if err := setupTCP(fd, family, local); err != nil {
 		unix.Close(fd)
-		return nil, dialOpError(remote, local, err)
+		return -1, nil, err
 	}
-	return os.NewFile(uintptr(fd), "tcp:"+remote.String()), nil
+	return fd, sockaddr(family, remote), nil
+}
+
+// socketForOpener is socketTCP for an opener that connects the socket
+// itself (ns.Unconnected): the connect timeout is the socket's
+// TCP_USER_TIMEOUT, which the kernel applies to a connect in progress
+// (its SYN retransmissions) whoever waits for it, and which the opener
+// clears once connected. A signal to the opener is then the kernel's
+// affair, as for any connect(2): a handler with SA_RESTART resumes the
+// wait, one without makes the open fail with EINTR.
+func socketForOpener(remote, local netip.AddrPort, timeout time.Duration) (*os.File, unix.Sockaddr, error) {
+	fd, to, err := socketTCP(remote, local)
+	if err != nil {
+		return nil, nil, dialOpError(remote, local, err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(timeout.Milliseconds())); err != nil {
+		unix.Close(fd)
+		return nil, nil, dialOpError(remote, local, os.NewSyscallError("setsockopt", err))
+	}
+	return os.NewFile(uintptr(fd), "tcp:"+remote.String()), to, nil
+}
+
+// openerBounds says whether TCP_USER_TIMEOUT bounds a connect as timeout
+// does: the kernel checks it when a SYN would be sent again, the first
+// time a second after the connect began (TCP_TIMEOUT_INIT), so a shorter
+// timeout would run for a second; such connects stay the daemon's.
+func openerBounds(timeout time.Duration) bool {
+	return timeout == 0 || timeout >= time.Second
 }
 
 // dialOpError words a failed connect as Go's dialer does (a *net.OpError:

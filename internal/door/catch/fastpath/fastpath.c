@@ -25,7 +25,10 @@
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -51,6 +54,26 @@ static const unsigned char tramp_code[] = {
 
 typedef long (*tramp_fn)(long nr, long a, long b, long c, long d, long e, long f);
 static tramp_fn tramp; // NULL: no fast path
+
+// A second copy of the trampoline, at TRAMP_ADDR + TRAMP_CAUGHT, makes
+// the opens of names that are not local. The filter traps calls from it
+// as any other; what its address tells the supervisor is that this
+// library made the open and takes a connect answer: fastpath.go's
+// trampConnectIP, connectMagic and the layout below.
+#define TRAMP_CAUGHT 32
+static tramp_fn tramp_caught;
+
+// connect_answer is what the supervisor writes before it hands over a
+// descriptor for an open made through tramp_caught: addrlen 0 when the
+// descriptor is ready as it is, else the address to connect the socket
+// to (it is new, blocking, set up and bound by the daemon, its connect
+// timeout its TCP_USER_TIMEOUT).
+struct connect_answer {
+	uint32_t addrlen;
+	uint32_t zero;
+	unsigned char addr[32];
+};
+#define CONNECT_MAGIC 0x776663616e737772L // "wfcanswr"
 
 #define MAX_FIRSTS 64
 static const char *firsts[MAX_FIRSTS];
@@ -135,8 +158,9 @@ static long fast(int dirfd, const char *name, long nr, long a, long b, long c, l
 	return r;
 }
 
-// The open calls are cancellation points in the C library: names that
-// trap keep its wrappers, found once.
+// The C library's wrappers, found once: opens without the trampoline
+// (they are cancellation points there; through the trampolines they are
+// not), and what the library leaves to the C library.
 static int (*next_openat)(int, const char *, int, ...);
 static char *(*next_realpath)(const char *, char *);
 static char *(*next_realpath_chk)(const char *, char *, size_t);
@@ -170,11 +194,13 @@ __attribute__((constructor)) static void init(void) {
 		return;
 	}
 	memcpy(page, tramp_code, sizeof tramp_code);
+	memcpy((char *)page + TRAMP_CAUGHT, tramp_code, sizeof tramp_code);
 	if (mprotect(page, 4096, PROT_READ | PROT_EXEC) != 0) {
 		munmap(page, 4096);
 		return;
 	}
 	tramp = (tramp_fn)page;
+	tramp_caught = (tramp_fn)((char *)page + TRAMP_CAUGHT);
 }
 
 static mode_t open_mode(int flags, va_list ap) {
@@ -183,9 +209,41 @@ static mode_t open_mode(int flags, va_list ap) {
 	return 0;
 }
 
+// open_caught makes an open that traps, through tramp_caught, and when
+// the supervisor answers with a socket to connect, connects it here, in
+// the program's thread, as socket(2) and connect(2) would: the wait for
+// the server is this thread's, and a signal is the kernel's affair (a
+// handler with SA_RESTART resumes the connect, one without makes it —
+// and the open — fail with EINTR). A failed connect closes the socket
+// and the open fails with its errno (ECONNREFUSED, ETIMEDOUT from the
+// user timeout, ...); a connected one gets its user timeout cleared, as
+// the daemon clears its connect timeout.
+static int open_caught(const char *name, int flags, mode_t mode) {
+	struct connect_answer a;
+	a.addrlen = 0;
+	long fd = tramp_caught(SYS_openat, AT_FDCWD, (long)name, flags, mode, (long)&a, CONNECT_MAGIC);
+	if (fd < 0 && fd > -4096) {
+		errno = -fd;
+		return -1;
+	}
+	if (a.addrlen == 0 || a.addrlen > sizeof a.addr)
+		return fd;
+	if (raw(SYS_connect, fd, (long)a.addr, a.addrlen, 0, 0) != 0) {
+		int e = errno;
+		raw(SYS_close, fd, 0, 0, 0, 0);
+		errno = e;
+		return -1;
+	}
+	int zero = 0;
+	raw(SYS_setsockopt, fd, IPPROTO_TCP, TCP_USER_TIMEOUT, (long)&zero, sizeof zero);
+	return fd;
+}
+
 static int do_openat(int dirfd, const char *name, int flags, mode_t mode) {
 	if (tramp != NULL && (dirfd != AT_FDCWD || local(name)))
 		return fast(dirfd, name, SYS_openat, dirfd, (long)name, flags, mode, 0);
+	if (tramp != NULL)
+		return open_caught(name, flags, mode);
 	if (next_openat != NULL)
 		return next_openat(dirfd, name, flags, mode);
 	return raw(SYS_openat, dirfd, (long)name, flags, mode, 0);
