@@ -13,7 +13,7 @@
  *                                 synchronous wake-up (Linux 6.6); "noread"
  *                                 leaves out the read of the path
  *
- *   catchfloor connect N PORT [sync]
+ *   catchfloor connect N PORT [sync [self]]
  *                                 open("/net/tcp/127.0.0.1:PORT") + close N
  *                                 times in a child whose open and openat trap
  *                                 to a minimal C supervisor: receive, read the
@@ -21,7 +21,11 @@
  *                                 connect to 127.0.0.1:PORT, ADDFD with SEND,
  *                                 close its copy; prints "MEDIAN_NS N" of one
  *                                 open+close
- *                                 (the floor of bench/catch.sh's row (c))
+ *                                 (the floor of bench/catch.sh's row (c));
+ *                                 "self": the supervisor leaves the connect
+ *                                 to the child, which makes it after the open
+ *                                 returns (the floor of the fast path's
+ *                                 connect in the program's thread)
  *
  * The loop is what `wirefs run -- catchfloor loop N` times too, so
  *   (wirefs run) - (floor)   is what the Go supervisor adds per call,
@@ -58,6 +62,8 @@
 #ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
 #define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP 1
 #endif
+
+static int self_connect; /* connect mode "self" */
 
 static void die(const char *what) {
 	fprintf(stderr, "catchfloor: %s: %s\n", what, strerror(errno));
@@ -157,6 +163,11 @@ static void connects(long n, int port) {
 		int fd = open(name, O_RDWR);
 		if (fd < 0)
 			die("open");
+		if (self_connect) {
+			struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+			if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+				die("connect");
+		}
 		close(fd);
 		if (i >= 0)
 			v[i] = now_ns() - t0;
@@ -176,7 +187,7 @@ static void serve_connect(int fd, struct seccomp_notif *req, int port) {
 	int one = 1;
 	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	if (connect(s, (struct sockaddr *)&sa, sizeof sa) < 0)
+	if (!self_connect && connect(s, (struct sockaddr *)&sa, sizeof sa) < 0)
 		die("connect");
 	struct seccomp_notif_addfd a = {.id = req->id, .flags = SECCOMP_ADDFD_FLAG_SEND, .srcfd = s};
 	ioctl(fd, SECCOMP_IOCTL_NOTIF_ADDFD, &a);
@@ -240,7 +251,7 @@ static void floor_run(long n, int sync, int readpath, int port) {
 
 int main(int argc, char **argv) {
 	if (argc < 3) {
-		fprintf(stderr, "usage: catchfloor loop N [PATH] | floor N [sync|async [noread]] | connect N PORT [sync]\n");
+		fprintf(stderr, "usage: catchfloor loop N [PATH] | floor N [sync|async [noread]] | connect N PORT [sync [self]]\n");
 		return 2;
 	}
 	long n = atol(argv[2]);
@@ -248,9 +259,10 @@ int main(int argc, char **argv) {
 		loop(n, argc > 3 ? argv[3] : "/etc/hostname");
 	else if (strcmp(argv[1], "floor") == 0)
 		floor_run(n, argc > 3 && strcmp(argv[3], "sync") == 0, !(argc > 4 && strcmp(argv[4], "noread") == 0), 0);
-	else if (strcmp(argv[1], "connect") == 0 && argc > 3)
+	else if (strcmp(argv[1], "connect") == 0 && argc > 3) {
+		self_connect = argc > 5 && strcmp(argv[5], "self") == 0;
 		floor_run(n, argc > 4 && strcmp(argv[4], "sync") == 0, 1, atoi(argv[3]));
-	else {
+	} else {
 		fprintf(stderr, "catchfloor: unknown mode %s\n", argv[1]);
 		return 2;
 	}
