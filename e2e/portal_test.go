@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -56,7 +55,7 @@ func newPortals(t *testing.T) *portals {
 		udpEcho: udpPeer(t, "127.0.0.1", 0, true)}
 	os.Chmod(p.dir, 0o755)
 	os.Chmod(filepath.Dir(p.dir), 0o755) // the test's temporary directory: nobody searches it
-	p.stuck = fullBacklog(t)
+	p.stuck, _ = testsrv.FullBacklog(t)
 	p.fifo = filepath.Join(p.dir, "gate")
 	if err := syscall.Mkfifo(p.fifo, 0o666); err != nil {
 		t.Fatal(err)
@@ -108,36 +107,6 @@ portal dgram    udp   127.0.0.1:%[8]d
 portal logs/    fs    %[7]s
 `, p.sortOut, sshConfig, p.fifo, p.echo.Port, p.closed, p.stuck, p.fsRoot, p.udpEcho.Port), 0o644)
 	return p
-}
-
-// fullBacklog listens on a port with a backlog of one and fills it: the
-// next connect waits for a SYN-ACK that never comes (the kernel drops
-// SYNs to a full accept queue), like a connect to an unreachable host.
-func fullBacklog(t *testing.T) int {
-	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, _ := syscall.Getsockname(fd)
-	port := sa.(*syscall.SockaddrInet4).Port
-	for i := 0; ; i++ {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 500*time.Millisecond)
-		if err != nil {
-			return port // the queue is full
-		}
-		t.Cleanup(func() { c.Close() })
-		if i == 8 {
-			t.Fatal("the listen backlog never fills")
-		}
-	}
 }
 
 // TestPortalMount: portals through the FUSE door, with real programs.

@@ -2,13 +2,13 @@ package catch_test
 
 import (
 	"fmt"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
+
+	"wirefs/internal/testsrv"
 )
 
 var (
@@ -39,35 +39,6 @@ func connectPrograms(t *testing.T) map[string]string {
 	return connectBins
 }
 
-// fullListener is a listening socket on loopback whose accept queue is
-// full (backlog 0, one connection queued and never accepted): the
-// kernel drops every further SYN, and a connect waits until it times
-// out. It returns the port.
-func fullListener(t *testing.T) int {
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := sa.(*syscall.SockaddrInet4).Port
-	queued, err := net.Dial("tcp4", "127.0.0.1:"+strconv.Itoa(port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { queued.Close() })
-	return port
-}
-
 // TestConnectThroughOpen: open of a TCP client name ends as connect(2)
 // would, with the same errno from open itself, whether the fast-path
 // library connects in the program's thread (a dynamic program), the
@@ -91,7 +62,8 @@ func TestConnectThroughOpen(t *testing.T) {
 	e := newEnv(t, identity{name: "self"})
 	accepting := echoServer(t)
 	refused := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	silent := "127.0.0.1:" + strconv.Itoa(fullListener(t))
+	silentPort, _ := testsrv.FullBacklog(t) // connects to it wait
+	silent := "127.0.0.1:" + strconv.Itoa(silentPort)
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
 			e.t = t
@@ -105,7 +77,7 @@ func TestConnectThroughOpen(t *testing.T) {
 			}
 			e.want(run("10s", accepting, "nonblock"), 0, "open ok\nnonblocking\n")
 			e.want(run("10s", refused), 0, "open ECONNREFUSED\n")
-			e.want(run("1s", silent, "watch"), 0, "waits in "+v.waits+"\n", "open ETIMEDOUT\n")
+			e.want(run("2s", silent, "watch"), 0, "waits in "+v.waits+"\n", "open ETIMEDOUT\n")
 			e.want(run("10s", silent, "intr"), 0, "alarm\nopen EINTR\n")
 			e.want(run("1s", silent, "restart"), 0, "alarm\nopen ETIMEDOUT\n")
 		})

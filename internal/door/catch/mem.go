@@ -19,34 +19,21 @@ const (
 // string ending just before an unmapped page still reads. It returns how
 // many bytes it got.
 func readRemote(pid uint32, addr uint64, buf []byte) (int, error) {
-	// Remote addresses are not Go pointers: an iovec of plain integers.
-	var remote [3]struct{ base, len uint64 }
-	n := 0
-	for off := 0; off < len(buf) && n < len(remote); n++ {
-		a := addr + uint64(off)
-		chunk := pageSize - int(a%pageSize)
-		if chunk > len(buf)-off {
-			chunk = len(buf) - off
-		}
-		remote[n].base, remote[n].len = a, uint64(chunk)
-		off += chunk
-	}
-	local := syscall.Iovec{Base: &buf[0]}
-	local.SetLen(len(buf))
-	r, _, e := syscall.Syscall6(sysProcessVMReadv, uintptr(pid),
-		uintptr(unsafe.Pointer(&local)), 1,
-		uintptr(unsafe.Pointer(&remote[0])), uintptr(n), 0)
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
+	return processVM(sysProcessVMReadv, pid, addr, buf)
 }
 
 // writeRemote writes buf at addr of process pid with process_vm_writev
-// (buf is small: one page boundary at most) and returns how many bytes
-// it wrote.
+// and returns how many bytes it wrote.
 func writeRemote(pid uint32, addr uint64, buf []byte) (int, error) {
-	var remote [2]struct{ base, len uint64 }
+	return processVM(sysProcessVMWritev, pid, addr, buf)
+}
+
+// processVM is process_vm_readv or process_vm_writev (nr) of buf and the
+// range at addr of process pid, split at page boundaries (up to three
+// pieces: buf is at most a page).
+func processVM(nr uintptr, pid uint32, addr uint64, buf []byte) (int, error) {
+	// Remote addresses are not Go pointers: an iovec of plain integers.
+	var remote [3]struct{ base, len uint64 }
 	n := 0
 	for off := 0; off < len(buf) && n < len(remote); n++ {
 		a := addr + uint64(off)
@@ -56,7 +43,7 @@ func writeRemote(pid uint32, addr uint64, buf []byte) (int, error) {
 	}
 	local := syscall.Iovec{Base: &buf[0]}
 	local.SetLen(len(buf))
-	r, _, e := syscall.Syscall6(sysProcessVMWritev, uintptr(pid),
+	r, _, e := syscall.Syscall6(nr, uintptr(pid),
 		uintptr(unsafe.Pointer(&local)), 1,
 		uintptr(unsafe.Pointer(&remote[0])), uintptr(n), 0)
 	if e != 0 {

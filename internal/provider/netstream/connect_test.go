@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"runtime"
@@ -17,42 +16,16 @@ import (
 
 	"wirefs/internal/leakcheck"
 	"wirefs/internal/ns"
+	"wirefs/internal/testsrv"
 )
 
 // fullListener returns the port of a listening socket whose accept queue
-// is full (backlog 0, one connection queued and never accepted): the
-// kernel drops the SYN of every further connect, which then waits.
+// is full: the kernel drops the SYN of every further connect, which then
+// waits.
 func fullListener(t *testing.T) int {
 	t.Helper()
-	port, _ := fullListenerFD(t)
+	port, _ := testsrv.FullBacklog(t)
 	return port
-}
-
-// fullListenerFD is fullListener with the listening socket.
-func fullListenerFD(t *testing.T) (int, int) {
-	t.Helper()
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := sa.(*unix.SockaddrInet4).Port
-	queued, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { queued.Close() })
-	return port, fd
 }
 
 // awaitSynSent waits until a connect to port is in progress (SYN_SENT in
@@ -156,7 +129,7 @@ func TestTCPClientKernelFileIsPlainSocket(t *testing.T) {
 func TestTCPConnectInterruptedBySignals(t *testing.T) {
 	for _, answer := range []bool{false, true} {
 		t.Run(fmt.Sprintf("answered=%v", answer), func(t *testing.T) {
-			port, lfd := fullListenerFD(t)
+			port, lfd := testsrv.FullBacklog(t)
 			timeout := 300 * time.Millisecond
 			if answer {
 				timeout = 10 * time.Second
