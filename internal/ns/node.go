@@ -99,8 +99,11 @@ type Volatile interface {
 
 // Generated is a file handle whose content is made when it is opened (a
 // control or status file) by a node that need not be Volatile: its size is
-// not known beforehand, so doors read and write it directly, never through
-// a page cache, as they do every handle of a Volatile node.
+// not known beforehand, and every ReadAt of the handle reads the content
+// made at its open. Doors read and write it directly, as they do every
+// handle of a Volatile node, or give that content to a page cache of
+// this open's alone (the FUSE door, for an open that is its file's only
+// one).
 type Generated interface {
 	Generated() bool
 }

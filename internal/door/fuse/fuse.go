@@ -103,6 +103,9 @@ type node struct {
 	n ns.Node
 	o *Options
 	d *door
+	// shown is the length of a generated file's content that the
+	// kernel holds in its page cache (generated.go).
+	shown shownSize
 }
 
 var (
@@ -327,6 +330,16 @@ func fillAttr(a ns.Attr, ino uint64, out *fuse.Attr) {
 	out.Uid, out.Gid = a.Uid, a.Gid
 }
 
+// fillAttr fills out with a, n's attributes, where a generated file
+// shows the length of the content the kernel caches (generated.go): its
+// size must stay that while the content is read from the page cache.
+func (n *node) fillAttr(a ns.Attr, out *fuse.Attr) {
+	if size, ok := n.shown.get(); ok {
+		a.Size = size
+	}
+	fillAttr(a, n.StableAttr().Ino, out)
+}
+
 func stableMode(a ns.Attr) uint32 {
 	switch {
 	case a.Mode.IsDir():
@@ -371,7 +384,7 @@ func (n *node) entry(ctx context.Context, name string, child ns.Node, out *fuse.
 		ino := n.d.numbers.forNew(n.StableAttr().Ino, name)
 		in = n.NewInode(ctx, &node{n: child, o: n.o, d: n.d}, fs.StableAttr{Mode: stableMode(a), Ino: ino})
 	}
-	fillAttr(a, in.StableAttr().Ino, &out.Attr)
+	in.Operations().(*node).fillAttr(a, &out.Attr)
 	return in, 0
 }
 
@@ -402,7 +415,7 @@ func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 	if err != nil {
 		return n.fail("stat", "", err)
 	}
-	fillAttr(a, n.StableAttr().Ino, &out.Attr)
+	n.fillAttr(a, &out.Attr)
 	out.SetTimeout(n.timeout(n.n))
 	return 0
 }
@@ -452,7 +465,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 			child.NotifyContent(-1, 0)
 		}
 	}
-	fillAttr(a, n.StableAttr().Ino, &out.Attr)
+	n.fillAttr(a, &out.Attr)
 	out.SetTimeout(n.timeout(n.n))
 	return 0
 }
@@ -479,31 +492,30 @@ func (d *door) asking(ctx context.Context) context.Context {
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	return n.open(ctx, n.n, n.StableAttr().Ino, "", flags)
-}
-
-// open opens target, whose inode is ino (n itself, or a child of n being
-// created).
-func (n *node) open(ctx context.Context, target ns.Node, ino uint64, name string, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	o, ok := target.(ns.Opener)
+	o, ok := n.n.(ns.Opener)
 	if !ok {
-		if _, isDir := target.(ns.Dir); isDir {
+		if _, isDir := n.n.(ns.Dir); isDir {
 			return nil, 0, syscall.EISDIR
 		}
 		return nil, 0, syscall.EACCES
 	}
 	h, err := o.Open(ctx, n.d.caller(ctx), int(flags))
 	if err != nil {
-		return nil, 0, n.fail("open", name, err)
+		return nil, 0, n.fail("open", "", err)
 	}
+	ino := n.StableAttr().Ino
 	fh := &handle{h: h, n: n, ino: ino}
-	n.d.opened(h, ino)
+	alone := n.d.opened(h, ino)
 	if _, seekable := h.(ns.ReaderAt); seekable {
-		if g, ok := h.(ns.Generated); volatile(target) || ok && g.Generated() {
+		if g, ok := h.(ns.Generated); volatile(n.n) || ok && g.Generated() {
 			// Made at open (.wirefs/stats, a VIF's rate): its size is
-			// not known beforehand, so no page cache; and a file with
-			// nothing to flush spares close its round trip.
+			// not known beforehand, so direct I/O, unless the content
+			// can go to the page cache now (generated.go); and a file
+			// with nothing to flush spares close its round trip.
 			fl := uint32(fuse.FOPEN_DIRECT_IO)
+			if !volatile(n.n) && alone && n.cacheGenerated(ctx, h, flags) {
+				fl = fuse.FOPEN_KEEP_CACHE
+			}
 			if _, flushes := h.(ns.Flusher); !flushes {
 				fl |= fuse.FOPEN_NOFLUSH
 			}
@@ -547,7 +559,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		}
 		return nil, nil, 0, errno
 	}
-	fh, fl, errno := n.open(ctx, child.Operations().(*node).n, child.StableAttr().Ino, name, flags)
+	fh, fl, errno := child.Operations().(*node).Open(ctx, flags)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}

@@ -38,13 +38,16 @@ func newDoor(mnt string) *door {
 
 func comparable(h ns.Handle) bool { return reflect.TypeOf(h).Comparable() }
 
-func (d *door) opened(h ns.Handle, ino uint64) {
+// opened counts h, opened on inode ino, and reports whether it is the
+// only handle open there.
+func (d *door) opened(h ns.Handle, ino uint64) (alone bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.opens[ino]++
 	if comparable(h) { // others cannot be map keys; nobody can ask about them either
 		d.inos[h] = ino
 	}
+	return d.opens[ino] == 1
 }
 
 func (d *door) released(h ns.Handle, ino uint64) {
