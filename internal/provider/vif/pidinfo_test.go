@@ -4,7 +4,10 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"testing"
+
+	"wirefs/internal/ns"
 )
 
 // TestInfoOf: the pidfd's answer and /proc's (older kernels) agree.
@@ -69,5 +72,39 @@ func TestInfoOfThread(t *testing.T) {
 	}
 	if noPidfdInfo.Load() {
 		t.Error("a thread's id turned PIDFD_GET_INFO off")
+	}
+}
+
+// TestMayMove: moving a process is checked against its owner as it is
+// now (a door keeps proc/PID for a second, its pid may be reused): the
+// owner may, root may, another user may not, and a process that is gone
+// cannot be moved.
+func TestMayMove(t *testing.T) {
+	base, err := cgroup2Mount()
+	if err != nil {
+		t.Skip(err)
+	}
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	p := &Provider{base: base}
+	pid, me := cmd.Process.Pid, uint32(os.Getuid())
+	other := uint32(65534)
+	if me == other {
+		other = 1
+	}
+	if err := p.mayMove(ns.Caller{Uid: me}, pid); err != nil {
+		t.Errorf("its owner (uid %d) may not move it: %v", me, err)
+	}
+	if err := p.mayMove(ns.Caller{Uid: 0}, pid); err != nil {
+		t.Errorf("root may not move it: %v", err)
+	}
+	if err := p.mayMove(ns.Caller{Uid: other}, pid); ns.Errno(err) != syscall.EPERM {
+		t.Errorf("uid %d moving uid %d's process: %v, want EPERM", other, me, err)
+	}
+	if err := p.mayMove(ns.Caller{Uid: other}, 1<<30); ns.Errno(err) != syscall.ENOENT {
+		t.Errorf("moving a process that does not exist: %v, want ENOENT", err)
 	}
 }

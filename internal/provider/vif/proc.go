@@ -71,7 +71,13 @@ var (
 	_ ns.Renamer   = (*procDir)(nil)
 )
 
-func (d *procDir) Volatile() bool { return true }
+// CacheTTL: a door may keep proc/PID's entry as a VIF directory's
+// (dirTTL), which spares attach and detach a LOOKUP each. The directory
+// exists as long as its process; for that second after an exit (or a
+// reuse of the pid) its links and sockets answer for the pid as it is
+// now, and every change checks the process's owner as it is then
+// (mayMove), not the owner the directory shows.
+func (d *procDir) CacheTTL() time.Duration { return dirTTL }
 
 func (d *procDir) Attr(ctx context.Context) (ns.Attr, error) {
 	// Is it there? kill(2) with no signal is the cheapest question (the
@@ -130,7 +136,7 @@ func (d *procDir) Symlink(ctx context.Context, tgt, name string) (ns.Node, error
 		st := d.p.addPending(d.pid, name, tgt)
 		return &linkNode{p: d.p, pid: d.pid, uid: d.uid, st: st}, nil
 	}
-	if _, err := d.p.attachLink(c, d.pid, d.uid, name, tgt); err != nil {
+	if _, err := d.p.attachLink(c, d.pid, name, tgt); err != nil {
 		return nil, err
 	}
 	return &linkNode{p: d.p, pid: d.pid, uid: d.uid, st: &linkState{iface: name}}, nil
@@ -149,7 +155,7 @@ func (d *procDir) Rename(ctx context.Context, name string, to ns.Dir, toName str
 		return ns.Errorf(syscall.EXDEV, "a process's link stays in its directory")
 	}
 	delete(d.p.pending[d.pid], name)
-	if _, err := d.p.attachLink(c, d.pid, d.uid, toName, e.st.target); err != nil {
+	if _, err := d.p.attachLink(c, d.pid, toName, e.st.target); err != nil {
 		return err
 	}
 	// the kernel keeps the temporary link's inode under the new name
@@ -178,7 +184,7 @@ func (d *procDir) Remove(ctx context.Context, name string, dir bool) error {
 	if v == nil {
 		return ns.Errorf(syscall.ENOENT, "process %d is not attached on %s", d.pid, name)
 	}
-	if err := d.p.mayAttach(c, d.pid, d.uid, v.parent); err != nil {
+	if err := d.p.mayAttach(c, d.pid, v.parent); err != nil {
 		return err
 	}
 	return d.p.attach(d.pid, ifc, v.parent)
@@ -187,9 +193,9 @@ func (d *procDir) Remove(ctx context.Context, name string, dir bool) error {
 // mayAttach: the caller must own the process (or be root) and be
 // allowed to write the VIF (its owner, with the default modes): nobody
 // can move a process out from under a limit they do not own.
-func (p *Provider) mayAttach(c ns.Caller, pid int, owner uint32, v *VIF) error {
-	if c.Uid != 0 && c.Uid != owner {
-		return ns.Errorf(syscall.EPERM, "uid %d may not attach process %d (uid %d)", c.Uid, pid, owner)
+func (p *Provider) mayAttach(c ns.Caller, pid int, v *VIF) error {
+	if err := p.mayMove(c, pid); err != nil {
+		return err
 	}
 	if !may(c, v.uid, v.gid, v.perm, 3) {
 		return ns.Errorf(syscall.EACCES, "uid %d may not attach processes to %s (owner %d, mode %o)", c.Uid, v.path(), v.uid, v.perm)
@@ -197,8 +203,23 @@ func (p *Provider) mayAttach(c ns.Caller, pid int, owner uint32, v *VIF) error {
 	return nil
 }
 
+// mayMove: the caller owns process pid (its real uid now) or is root.
+func (p *Provider) mayMove(c ns.Caller, pid int) error {
+	if c.Uid == 0 {
+		return nil
+	}
+	info, err := p.infoOf(pid)
+	if err != nil {
+		return err
+	}
+	if c.Uid != info.uid {
+		return ns.Errorf(syscall.EPERM, "uid %d may not attach process %d (uid %d)", c.Uid, pid, info.uid)
+	}
+	return nil
+}
+
 // attachLink attaches pid on the interface name to the VIF tgt names.
-func (p *Provider) attachLink(c ns.Caller, pid int, owner uint32, name, tgt string) (*VIF, error) {
+func (p *Provider) attachLink(c ns.Caller, pid int, name, tgt string) (*VIF, error) {
 	ifc, err := p.ifaceLocked(name)
 	if err != nil {
 		return nil, err
@@ -207,7 +228,7 @@ func (p *Provider) attachLink(c ns.Caller, pid int, owner uint32, name, tgt stri
 	if v == nil {
 		return nil, ns.Errorf(syscall.EINVAL, "%q names no VIF of %s (a link in proc/%d/%s points to …/vif/%s/PATH)", tgt, name, pid, name, name)
 	}
-	if err := p.mayAttach(c, pid, owner, v); err != nil {
+	if err := p.mayAttach(c, pid, v); err != nil {
 		return nil, err
 	}
 	return v, p.attach(pid, ifc, v)

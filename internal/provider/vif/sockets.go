@@ -29,7 +29,8 @@ type socketsDir struct {
 	uid uint32
 }
 
-func (d *socketsDir) Volatile() bool { return true }
+// CacheTTL: proc/PID/sockets exists as long as proc/PID (procDir.CacheTTL).
+func (d *socketsDir) CacheTTL() time.Duration { return dirTTL }
 
 func (d *socketsDir) Attr(ctx context.Context) (ns.Attr, error) {
 	return ns.Attr{Mode: os.ModeDir | 0o755, Uid: d.uid, Mtime: time.Now()}, nil
@@ -191,7 +192,7 @@ func (d *socketDir) Symlink(ctx context.Context, tgt, name string) (ns.Node, err
 	if v == nil {
 		return nil, ns.Errorf(syscall.EINVAL, "%q names no VIF of %s", tgt, name)
 	}
-	if err := d.p.mayAttach(c, d.pid, d.uid, v); err != nil {
+	if err := d.p.mayAttach(c, d.pid, v); err != nil {
 		return nil, err
 	}
 	if err := d.p.ensureUp(ifc); err != nil {
@@ -212,8 +213,8 @@ func (d *socketDir) Remove(ctx context.Context, name string, dir bool) error {
 	if v == nil || v.ifc.name != name {
 		return ns.Errorf(syscall.ENOENT, "socket %d of process %d has no VIF of its own on %s", d.fd, d.pid, name)
 	}
-	if c.Uid != 0 && c.Uid != d.uid {
-		return ns.Errorf(syscall.EPERM, "uid %d may not detach a socket of process %d (uid %d)", c.Uid, d.pid, d.uid)
+	if err := d.p.mayMove(c, d.pid); err != nil {
+		return err
 	}
 	return d.setPriority(0)
 }
