@@ -10,8 +10,10 @@ import (
 	"wirefs/internal/ns"
 )
 
-// TestInfoOf: the pidfd's answer and /proc's (older kernels) agree.
-func TestInfoOf(t *testing.T) {
+// sleeping returns a provider on this machine's cgroup v2 tree and a
+// process of the test's user that lives until the test ends.
+func sleeping(t *testing.T) (*Provider, int) {
+	t.Helper()
 	base, err := cgroup2Mount()
 	if err != nil {
 		t.Skip(err)
@@ -20,9 +22,14 @@ func TestInfoOf(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	p := &Provider{base: base}
-	viaPidfd, err := pidfdInfoOf(cmd.Process.Pid)
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return &Provider{base: base}, cmd.Process.Pid
+}
+
+// TestInfoOf: the pidfd's answer and /proc's (older kernels) agree.
+func TestInfoOf(t *testing.T) {
+	p, pid := sleeping(t)
+	viaPidfd, err := pidfdInfoOf(pid)
 	if err != nil {
 		t.Skipf("no PIDFD_GET_INFO here (%v): /proc is the only way", err)
 	}
@@ -31,7 +38,7 @@ func TestInfoOf(t *testing.T) {
 	}
 	noPidfdInfo.Store(true)
 	defer noPidfdInfo.Store(false)
-	viaProc, err := p.infoOf(cmd.Process.Pid)
+	viaProc, err := p.infoOf(pid)
 	if err != nil || viaProc != viaPidfd || viaProc.uid != uint32(os.Getuid()) {
 		t.Fatalf("/proc says %+v, %v; the pidfd %+v (uid %d)", viaProc, err, viaPidfd, os.Getuid())
 	}
@@ -80,18 +87,8 @@ func TestInfoOfThread(t *testing.T) {
 // owner may, root may, another user may not, and a process that is gone
 // cannot be moved.
 func TestMayMove(t *testing.T) {
-	base, err := cgroup2Mount()
-	if err != nil {
-		t.Skip(err)
-	}
-	cmd := exec.Command("sleep", "60")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	p := &Provider{base: base}
-	pid, me := cmd.Process.Pid, uint32(os.Getuid())
-	other := uint32(65534)
+	p, pid := sleeping(t)
+	me, other := uint32(os.Getuid()), uint32(65534)
 	if me == other {
 		other = 1
 	}
