@@ -8,6 +8,7 @@ package e2e
 // server; `wirefs attach` takes over a running loop.
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -289,4 +290,33 @@ cp /net/dns/localhost "$3/copy" && head -1 "$3/copy" | sed 's/^/cp: /'
 		t.Errorf("SIGINT took %v to end a blocked open", d)
 	}
 	waitNotListening(t, "tcp", port)
+}
+
+// TestCatchConnectErrno: through `wirefs run`, open of a TCP client name
+// returns connect's errno itself — with the fast path (the library
+// connects in the program's thread) and without it (the supervisor
+// connects) — and a connected socket otherwise.
+func TestCatchConnectErrno(t *testing.T) {
+	needCatch(t)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0") // the queue takes the connect: no accept needed
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	refused := testsrv.FreePort(t)
+	script := `import errno, os, stat, sys
+for port in sys.argv[1:]:
+    try:
+        fd = os.open("/net/tcp/127.0.0.1:" + port, os.O_RDWR)
+        print("connected", stat.S_ISSOCK(os.fstat(fd).st_mode))
+    except OSError as e:
+        print(errno.errorcode[e.errno])
+`
+	for _, fast := range []string{"true", "false"} {
+		r := run(t, 60*time.Second, "", wirefsBin, "run", "--fast-path="+fast, "--cache-dir", t.TempDir(), "--",
+			"/usr/bin/python3", "-c", script, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), strconv.Itoa(refused))
+		if r.Code != 0 || r.Stdout != "connected True\nECONNREFUSED\n" {
+			t.Errorf("--fast-path=%s: %s", fast, r.String())
+		}
+	}
 }
