@@ -260,7 +260,7 @@ func TestFTPCopyTreeIn(t *testing.T) {
 	dir := "ftp/" + login + "@" + addr
 
 	mustOK(t, "log in", bash(t, m, 30*time.Second, `ls "$M/$1" >/dev/null`, dir))
-	lists, stors := srv.Commands("LIST"), srv.Commands("STOR")
+	lists := srv.Commands("LIST")
 	mustOK(t, "cp -r, stat ., find -ls", bash(t, m, 60*time.Second, `set -e
 		cp -r "$2" "$M/$1/proj"
 		for d in d0 d1 d2; do
@@ -273,11 +273,9 @@ func TestFTPCopyTreeIn(t *testing.T) {
 	if n := srv.Commands("LIST") - lists; n != 0 {
 		t.Errorf("cp -r, stat and find listed %d directories on the server, want none", n)
 	}
-	if n := srv.Commands("STOR") - stors; n != 18 {
-		t.Errorf("%d uploads for 18 files", n)
-	}
 	mustOK(t, "the server's copy", bash(t, m, 30*time.Second, `set -e
 		cd "$2"
+		for f in proj/d?/new.c; do [ "$(cat "$f")" = "int y;" ]; done
 		rm proj/d?/new.c
 		diff -r "$3" proj
 		[ "$(stat -c %a proj/d1/f2.c)" = 640 ]`, dir, root, src))
