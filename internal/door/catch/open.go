@@ -387,6 +387,12 @@ func (s *server) injectPath(o *opening, name string, flags int, mode uint32, fdF
 func (s *server) addfd(o *opening, fd int, fdFlags uint32) {
 	n, c, w := o.n, o.c, o.w
 	if o.answerAt != 0 {
+		// The write goes to the process the notification names: it
+		// must still be waiting (its pid not yet another's), which
+		// the open since the first check may have outlasted.
+		if !s.valid(n.ID) {
+			return
+		}
 		if err := writeConnectAnswer(n.Pid, o.answerAt, o.connectTo); err != nil {
 			s.fail(n, c, w, ns.Errorf(syscall.EFAULT, "the fast path's answer: %v", err))
 			return
