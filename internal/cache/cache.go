@@ -440,6 +440,14 @@ func (c *Cache) load(sdir, id string, inMeta bool) (*file, time.Time) {
 		f.size = data.Size()
 		f.present = ranges{}.add(0, f.size)
 		f.mtime = data.ModTime()
+		if r.Base > 0 && r.Base <= f.size {
+			// Appends to a file not all cached: they are the changes,
+			// sent again in place (they may have landed before the
+			// daemon died); the rest is the server's.
+			f.base, f.low, f.retried = r.Base, r.Base, true
+			f.changed = ranges{}.add(r.Base, f.size)
+			f.present = rs.add(r.Base, f.size)
+		}
 	} else if r.Boot != c.boot {
 		f.removeDisk() // written before a reboot: the bytes may not be there
 		return nil, time.Time{}

@@ -18,7 +18,11 @@ import (
 // makeDirty marks f dirty, durably: from then on the data file is the
 // file, and it survives a crash until written back. The data file must
 // hold the file first: all of it (to < 0), or what a truncation to length
-// to keeps.
+// to keeps — except for appends (to == forAppends), which change nothing
+// below the end: the data file then needs only the length, and what it
+// lacks below it stays the server's, fetched when read or when a change
+// needs it (completeDirty). A first `echo >> big.log` through the mount
+// downloaded big.log before.
 func (f *file) makeDirty(ctx context.Context, to int64) error {
 	for {
 		f.mu.Lock()
@@ -42,19 +46,22 @@ func (f *file) makeDirty(ctx context.Context, to int64) error {
 			if to > 0 {
 				keep = min(size, to)
 			}
-			if err := f.need(ctx, 0, keep, nil); err != nil {
-				return err
+			if to != forAppends {
+				if err := f.need(ctx, 0, keep, nil); err != nil {
+					return err
+				}
 			}
 		}
 		f.io.Lock()
 		f.mu.Lock()
 		done, err := f.dirty, error(nil)
-		if _, missing := f.present.gap(0, keep); !done && !missing && (to >= 0 || f.lengthLocked() == keep) {
+		_, missing := f.present.gap(0, keep)
+		if !done && (!missing || to == forAppends) && (to >= 0 || f.lengthLocked() == keep) {
 			length := keep
 			if to >= 0 {
 				length = to
 			}
-			err, done = f.markDirtyLocked(length), true
+			err, done = f.markDirtyLocked(length, to == forAppends), true
 		}
 		f.mu.Unlock()
 		f.io.Unlock()
@@ -64,9 +71,13 @@ func (f *file) makeDirty(ctx context.Context, to int64) error {
 	}
 }
 
+// forAppends is makeDirty's length for O_APPEND writes.
+const forAppends = -2
+
 // markDirtyLocked (io held exclusively) makes the data file, of length
-// size, the file's contents.
-func (f *file) markDirtyLocked(size int64) error {
+// size, the file's contents; partial: only its present ranges are, the
+// rest below size is the server's (makeDirty forAppends).
+func (f *file) markDirtyLocked(size int64, partial bool) error {
 	b, err := f.acquireLocked()
 	if err != nil {
 		return err
@@ -75,8 +86,10 @@ func (f *file) markDirtyLocked(size int64) error {
 	if err := b.f.Truncate(size); err != nil {
 		return diskError("sizing a data file", err)
 	}
-	f.dataGen++ // fetches still running belong to the old contents
-	f.present = ranges{}.add(0, size)
+	if !partial {
+		f.dataGen++ // fetches still running belong to the old contents
+		f.present = ranges{}.add(0, size)
+	}
 	f.dirty, f.size, f.mtime = true, size, f.info.Mtime
 	// The changes apply to the server's version, whose length is
 	// known once it was stored or validated.
@@ -97,6 +110,9 @@ func (f *file) markDirtyLocked(size int64) error {
 func (f *file) truncate(ctx context.Context, size int64) error {
 	for {
 		if err := f.makeDirty(ctx, size); err != nil {
+			return err
+		}
+		if err := f.completeDirty(ctx); err != nil {
 			return err
 		}
 		f.io.Lock()
@@ -128,11 +144,15 @@ func (f *file) truncate(ctx context.Context, size int64) error {
 }
 
 // create makes f a new, empty file with permissions perm that exists in
-// the cache (dirty) until written back.
+// the cache (dirty) until written back. truncating: the open(2) that
+// creates it asked for O_TRUNC, so its write-back replaces a file another
+// client made of that name meanwhile, as that open would have emptied it;
+// otherwise the new file is made only if missing while it is only
+// appended to (appendCreating).
 //
 // created is false, and nothing changes, when f exists already: another
 // create made it, or a lookup found it, since the caller's lookup.
-func (f *file) create(perm os.FileMode) (info remote.Info, created bool, err error) {
+func (f *file) create(perm os.FileMode, truncating bool) (info remote.Info, created bool, err error) {
 	f.io.Lock()
 	defer f.io.Unlock()
 	f.mu.Lock()
@@ -143,6 +163,7 @@ func (f *file) create(perm os.FileMode) (info remote.Info, created bool, err err
 	if err := f.makeNewLocked(perm); err != nil {
 		return remote.Info{}, false, err
 	}
+	f.appendsOnly = !truncating
 	return f.info, true, nil
 }
 
@@ -155,7 +176,7 @@ func (f *file) makeNewLocked(perm os.FileMode) error {
 	f.info = remote.Info{Name: path.Base(f.path), Mode: perm, Size: 0, Mtime: now}
 	f.version = remote.Info{Size: -1}
 	f.checked, f.epoch = now, f.t.c.epoch.Load()
-	if err := f.markDirtyLocked(0); err != nil {
+	if err := f.markDirtyLocked(0, false); err != nil {
 		return err
 	}
 	f.mtime = now
@@ -191,13 +212,22 @@ func (f *file) writeAt(ctx context.Context, p []byte, off int64, appending bool)
 		defer f.appendMu.Unlock()
 	}
 	for {
-		if err := f.makeDirty(ctx, -1); appending && ns.Errno(err) == syscall.ENOENT {
+		to := int64(-1)
+		if appending {
+			to = forAppends
+		}
+		if err := f.makeDirty(ctx, to); appending && ns.Errno(err) == syscall.ENOENT {
 			if err := f.appendToVanished(); err != nil {
 				return 0, err
 			}
 			continue
 		} else if err != nil {
 			return 0, err
+		}
+		if !appending {
+			if err := f.completeDirty(ctx); err != nil {
+				return 0, err
+			}
 		}
 		// io is held shared until the bytes and the new length are
 		// recorded: a write-back takes it exclusively to take its
@@ -246,4 +276,32 @@ func (f *file) writeAt(ctx context.Context, p []byte, off int64, appending bool)
 		f.io.RUnlock()
 		return n, err
 	}
+}
+
+// partialLocked reports whether f is dirty without all of the server's
+// bytes that its changes left as they were (below the lowest change):
+// appends made it dirty (makeDirty forAppends). It returns how far those
+// bytes go.
+func (f *file) partialLocked() (int64, bool) {
+	if !f.dirty || f.base <= 0 {
+		return 0, false
+	}
+	kept := min(f.low, f.size)
+	_, missing := f.present.gap(0, kept)
+	return kept, missing
+}
+
+// completeDirty fetches what a dirty file that appends made so lacks of
+// the server's bytes it keeps: a write below the end, a truncation or a
+// whole-file store needs them. The server's file still has them (appends
+// add at its end), unless another client cut or replaced it, which the
+// fetch finds (EIO).
+func (f *file) completeDirty(ctx context.Context) error {
+	f.mu.Lock()
+	kept, partial := f.partialLocked()
+	f.mu.Unlock()
+	if !partial {
+		return nil
+	}
+	return f.need(ctx, 0, kept, nil)
 }

@@ -73,6 +73,11 @@ func (f *file) await(ctx context.Context, off, end int64, h *handle, background 
 			f.mu.Unlock()
 			return err
 		}
+		if n := f.lengthLocked(); n >= 0 {
+			// Cut meanwhile (a truncation): nothing is left to fetch
+			// beyond the new end, and asking for it would never end.
+			end = min(end, n)
+		}
 		g, missing := f.present.gap(off, end)
 		if !missing {
 			f.mu.Unlock()

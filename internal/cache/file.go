@@ -216,6 +216,9 @@ func (f *file) saveRecordLocked() error {
 		Ranges: encodeRanges(f.present), Boot: f.c.boot}
 	if f.dirty {
 		r.Size, r.Mtime = f.size, f.mtime
+		if _, partial := f.partialLocked(); partial {
+			r.Base = f.base
+		}
 	}
 	if !f.dirty && !f.c.noXattr.Load() {
 		err := setXattr(f.dataPath(), r.encode())

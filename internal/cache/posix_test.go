@@ -27,7 +27,7 @@ func TestCreateRacingCreate(t *testing.T) {
 	// The second create's lookup said ENOENT before the first create:
 	// it goes straight to the create step.
 	f := d.t.fileAt("/log")
-	if _, created, err := f.create(0o644); err != nil || created {
+	if _, created, err := f.create(0o644, false); err != nil || created {
 		t.Fatalf("create of an existing file: created %v, %v", created, err)
 	}
 	second, h2, err := d.Create(bg, ns.Caller{}, "log", os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)

@@ -89,8 +89,13 @@ type record struct {
 	Path string `json:"path"` // remote path
 	Mode uint32 `json:"mode"` // os.FileMode
 	// Dirty: the data file holds changes the server does not have yet;
-	// it is then complete and its length is the file's size.
+	// its length is the file's size, and it is complete unless Base is
+	// set.
 	Dirty bool `json:"dirty,omitempty"`
+	// Base, when set, is the length of the server's file that the
+	// changes of a dirty file append to: only bytes from Base on are
+	// changes, and what Ranges lacks below it is the server's.
+	Base int64 `json:"base,omitempty"`
 	// Size, Mtime and ETag identify the server's version the clean data
 	// came from.
 	Size   int64      `json:"size"`

@@ -693,7 +693,7 @@ func (d *dir) Create(ctx context.Context, c ns.Caller, name string, flags int, p
 		return nil, nil, err
 	}
 	f := t.fileAt(p)
-	info, created, err := f.create(modeBits(perm))
+	info, created, err := f.create(modeBits(perm), flags&os.O_TRUNC != 0)
 	if err != nil {
 		return nil, nil, err
 	}

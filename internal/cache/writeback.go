@@ -413,6 +413,11 @@ func (f *file) send(ctx context.Context, b *blob, s snapshot, mode os.FileMode, 
 		}
 		fallthrough
 	case s.base < 0 || pa == nil:
+		// The whole file goes: what appends left uncached below the
+		// base comes from the server first (makeDirty forAppends).
+		if err := f.completeDirty(ctx); err != nil {
+			return 0, err
+		}
 		return s.size, t.w.Store(ctx, s.path, io.NewSectionReader(b.f, 0, s.size), s.size, mode.Perm()|mode&specialBits)
 	default:
 		rs := make([]remote.Range, 0, len(s.changed))
