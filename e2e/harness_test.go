@@ -233,7 +233,11 @@ func (m *Mount) unmount(t *testing.T) {
 		syscall.Unmount(m.Dir, syscall.MNT_DETACH)
 	}
 	if m.pid > 0 && !waitFor(5*time.Second, func() bool { return !alive(m.pid) }) {
-		t.Errorf("daemon pid %d still running 5s after unmount", m.pid)
+		// SIGQUIT: Go writes every goroutine's stack to stderr, which
+		// is the daemon's log, and exits: what it waited for.
+		syscall.Kill(m.pid, syscall.SIGQUIT)
+		waitFor(2*time.Second, func() bool { return !alive(m.pid) })
+		t.Errorf("daemon pid %d still running 5s after unmount; its log, with its goroutines at the SIGQUIT:\n%s", m.pid, tail(readFile(m.Log), 30000))
 		syscall.Kill(m.pid, syscall.SIGKILL)
 	}
 	os.Remove(m.Dir)

@@ -397,19 +397,32 @@ func (d *daemonNamespace) dropCaches() {
 
 // close writes back what is pending and ends remote sessions.
 func (d *daemonNamespace) close(log *slog.Logger) {
-	d.splices.Close() // before the ends' providers
+	// A step that holds up the daemon's exit says so: a test harness
+	// waits seconds for the daemon after the unmount, then fails.
+	timed := func(what string, fn func()) {
+		began := time.Now()
+		fn()
+		if took := time.Since(began); took > time.Second {
+			log.Warn("shutting down: slow step", "step", what, "took", took)
+		}
+	}
+	timed("splices", func() { d.splices.Close() }) // before the ends' providers
 	if d.portals != nil {
-		d.portals.Close()
+		timed("portals", func() { d.portals.Close() })
 	}
 	if files, ok := d.files.ifStarted(); ok {
-		if err := files.Close(); err != nil {
-			log.Warn("closing the cache", "err", err)
-		}
+		timed("cache", func() {
+			if err := files.Close(); err != nil {
+				log.Warn("closing the cache", "err", err)
+			}
+		})
 	}
 	if vifs, ok := d.vifs.ifStarted(); ok {
-		if err := vifs.Close(); err != nil {
-			log.Warn("removing the VIFs", "err", err)
-		}
+		timed("VIFs", func() {
+			if err := vifs.Close(); err != nil {
+				log.Warn("removing the VIFs", "err", err)
+			}
+		})
 	}
 }
 
