@@ -1,6 +1,7 @@
 package testsrv
 
 import (
+	"bufio"
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/hex"
@@ -172,7 +173,7 @@ require_ssl_reuse=NO
 	nginxWriteFile(t, confFile, conf)
 
 	s := &VsftpdServer{t: t, bin: bin, conf: confFile, addr: addr, logFile: filepath.Join(dir, "vsftpd.out"),
-		protocolLog: filepath.Join(dir, "vsftpd.log")}
+		protocolLog: filepath.Join(dir, "vsftpd.log"), limited: setup.maxPerIP > 0}
 	s.Start()
 	// Registered after serveHTTPPeer's cleanup, so it runs first: session
 	// processes outlive a killed listener, and a stopped server cannot
@@ -195,6 +196,7 @@ type VsftpdServer struct {
 	cmd     *exec.Cmd
 	// protocolLog is vsftpd's log of every command (log_ftp_protocol).
 	protocolLog string
+	limited     bool // max_per_ip is set: Start settles
 }
 
 // Commands counts the commands the server was sent whose verb is verb
@@ -221,6 +223,39 @@ func (s *VsftpdServer) Start() {
 	s.cmd = exec.Command(s.bin, s.conf)
 	s.cmd.Stdout, s.cmd.Stderr = f, f
 	serveHTTPPeer(s.t, s.cmd, s.addr, s.logFile) // any TCP server: waits for it, stops it at the end
+	if s.limited {
+		s.settle()
+	}
+}
+
+// settle waits until the sessions of the readiness probes have ended.
+// vsftpd counts a session against max_per_ip until the listener reaps
+// its process: under load the probe's was still there when a test
+// logged in, the server refused a login the test counted on, and
+// TestServerLimitsLogins waited for ever. A second probe reads the
+// greeting (its session, and so the first probe's before it, was
+// forked); then the listener has no child once both are reaped. (Only
+// with max_per_ip: elsewhere a client reconnecting meanwhile, to a
+// restarted server, would have a session of its own.)
+func (s *VsftpdServer) settle() {
+	s.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	c, err := net.DialTimeout("tcp", s.addr, 10*time.Second)
+	if err != nil {
+		s.t.Fatalf("vsftpd on %s: %v", s.addr, err)
+	}
+	c.SetDeadline(deadline)
+	_, err = bufio.NewReader(c).ReadString('\n')
+	c.Close()
+	if err != nil {
+		s.t.Fatalf("vsftpd on %s sends no greeting: %v", s.addr, err)
+	}
+	for len(descendants(s.cmd.Process.Pid)) > 0 {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("vsftpd's probe sessions on %s have not ended after 10s", s.addr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // Kill kills the listener and every session, like a crash of the machine

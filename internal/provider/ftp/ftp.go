@@ -106,8 +106,11 @@ type Backend struct {
 	// server refused a login for too many connections; the leased
 	// counts; changed is closed (and replaced) when they change.
 	limit, leased, leasedTransfers, leasedAhead int
-	dialing                                     int // logins under way
-	peak                                        int // the most connections the server held at once
+	dialing                                     int           // logins under way
+	peak                                        int           // the most connections the server held at once
+	probing                                     bool          // a login beyond a lowered bound is under way (get)
+	loginAt                                     time.Time     // after a refusal, no login before this (refusedLogin)
+	loginBackoff                                time.Duration // the wait before loginAt
 	changed                                     chan struct{}
 	warnedLimit                                 bool
 	script                                      []string             // a login's commands, sent at once (login.go)

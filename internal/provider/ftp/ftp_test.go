@@ -1,6 +1,7 @@
 package ftp
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -873,6 +875,71 @@ func TestServerAllowsTwoLogins(t *testing.T) {
 	}
 	if n := b.liveConns(); n != 2 {
 		t.Errorf("%d connections, the server allows 2", n)
+	}
+}
+
+// TestRefusalWhileAnotherClientHeldSlots: a login refused because
+// another client from the same address held slots of the server's
+// max_per_ip lowers the session's bound to a guess of the connections it
+// has; once that client leaves, a read that the guess alone keeps
+// waiting while the session's connections are held logs in again and
+// goes through, instead of waiting for ever for them.
+func TestRefusalWhileAnotherClientHeldSlots(t *testing.T) {
+	const allowed = 4
+	files := map[string]string{"a": "aaaa", "b": "bbbb", "c": "cccc"}
+	f := newFixture(t, files, testsrv.VsftpdMaxPerIP(allowed))
+	var logged syncBuffer
+	b := f.dial(t, remote.Options{Connections: 8, Log: slog.New(slog.NewTextHandler(&logged, nil))})
+
+	// The other client's two connections, greeted: the server counts
+	// them.
+	_, addr, _ := strings.Cut(f.server, "@")
+	var others []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		mustDo(t, err)
+		defer c.Close()
+		greeting, err := bufio.NewReader(c).ReadString('\n')
+		mustDo(t, err)
+		if !strings.HasPrefix(greeting, "220") {
+			t.Fatalf("the other client was not greeted: %q", greeting)
+		}
+		others = append(others, c)
+	}
+
+	// The session's two connections held: the third read's login is
+	// refused, and the guess (two) leaves it no transfer slot.
+	ctx := context.Background()
+	var held []io.ReadCloser
+	for _, name := range []string{"/a", "/b"} {
+		r, err := b.ReadRange(ctx, name, 0, -1)
+		mustDo(t, err)
+		held = append(held, r)
+	}
+	third := make(chan error, 1)
+	go func() {
+		got, err := readRange(b, ctx, "/c", 0, -1)
+		if err == nil && string(got) != files["c"] {
+			err = fmt.Errorf("c: read back differs")
+		}
+		third <- err
+	}()
+	waitFor(t, "the refused login", func() bool { return strings.Contains(logged.String(), "refuses more logins") })
+
+	for _, c := range others {
+		c.Close()
+	}
+	select {
+	case err := <-third:
+		mustDo(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the read still waits for the connections held, though the server has slots again")
+	}
+	for _, r := range held {
+		mustDo(t, r.Close())
+	}
+	if n := b.liveConns(); n > allowed {
+		t.Errorf("%d connections, the server allows %d", n, allowed)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/textproto"
 	"slices"
@@ -90,8 +91,11 @@ type lease struct {
 
 // fits reports whether one more lease l stays within the bounds; b.mu is
 // held.
-func (b *Backend) fits(l lease) bool {
-	n := b.bound()
+func (b *Backend) fits(l lease) bool { return b.fitsIn(l, b.bound()) }
+
+// fitsIn reports whether one more lease l stays within the bounds of a
+// pool of n connections; b.mu is held.
+func (b *Backend) fitsIn(l lease, n int) bool {
 	transfers := max(n-1, 1) // with one connection, everything shares it
 	return b.leased < n &&
 		(!l.transfer || b.leasedTransfers < transfers) &&
@@ -116,12 +120,16 @@ const (
 
 // bound is how many connections the session may lease at once: limit,
 // or fewer where the round trips are short (above); b.mu is held.
-func (b *Backend) bound() int {
+func (b *Backend) bound() int { return min(b.limit, b.worth()) }
+
+// worth is how many connections the round trips make worth having (any
+// number before the first sample).
+func (b *Backend) worth() int {
 	rtt := max(time.Duration(b.rtt.Load()), b.times.rttFloor)
 	if rtt <= 0 {
-		return b.limit
+		return math.MaxInt
 	}
-	return min(b.limit, minConns+int(rtt/rttPerConn))
+	return minConns + int(rtt/rttPerConn)
 }
 
 // noteRTT takes d, the time a command took to be answered, as a sample
@@ -183,31 +191,46 @@ func (b *Backend) get(ctx context.Context, transfer bool, op, p string) (*pconn,
 		// meanwhile serve does not log in the whole pool (each login
 		// costs a server process and five round trips).
 		ramp := len(b.idle) == 0 && b.dialing >= max(2, len(b.live))
-		if !b.fits(l) || ramp {
+		fits := b.fits(l)
+		// A bound lowered by a refusal is a guess: the refusal may
+		// have been for a connection the server was still ending,
+		// or for another client's from the same address. A lease
+		// that only the guess keeps out has one more connection
+		// logged in (one such login at a time) to find out, rather
+		// than wait for ever for leases its own caller may hold.
+		probe := !fits && !ramp && b.guessKeepsOut(l)
+		login := probe || fits && len(b.idle) == 0 && !ramp
+		var backoff time.Duration // after a refusal, logins wait this long (refusedLogin)
+		if login {
+			backoff = time.Until(b.loginAt)
+		}
+		if !fits && !probe || ramp || backoff > 0 {
 			changed := b.changed
 			b.mu.Unlock()
-			select {
-			case <-changed:
-				continue
-			case <-ctx.Done():
-				return nil, b.srv.Wrap(op, p, session.Interrupted(ctx))
-			case <-b.done:
-				return nil, b.srv.Wrap(op, p, session.ErrClosed)
+			if err := b.await(ctx, changed, backoff); err != nil {
+				return nil, b.srv.Wrap(op, p, err)
+			}
+			continue
+		}
+		if !probe {
+			b.take(l, 1)
+			if n := len(b.idle); n > 0 {
+				pc := b.idle[n-1] // the most recently used: the least likely to be stale
+				b.idle = b.idle[:n-1]
+				b.mu.Unlock()
+				pc.lease, pc.reused = l, true
+				return pc, nil
 			}
 		}
-		b.take(l, 1)
-		if n := len(b.idle); n > 0 {
-			pc := b.idle[n-1] // the most recently used: the least likely to be stale
-			b.idle = b.idle[:n-1]
-			b.mu.Unlock()
-			pc.lease, pc.reused = l, true
-			return pc, nil
-		}
 		b.dialing++
+		b.probing = b.probing || probe
 		b.mu.Unlock()
 		pc, err := b.dial(ctx, op, p)
 		b.mu.Lock()
 		b.dialing--
+		if probe {
+			b.probing = false
+		}
 		b.wakeWaiters() // more logins may start
 		if err == nil && !b.closed {
 			b.live[pc] = struct{}{}
@@ -215,11 +238,22 @@ func (b *Backend) get(ctx context.Context, transfer bool, op, p string) (*pconn,
 			// A lowered bound was a guess (refusedLogin): the
 			// server accepts at least what it logged in.
 			b.limit = max(b.limit, min(len(b.live), b.max))
+			b.loginBackoff = 0
+			if probe {
+				// Within the raised bound the lease may fit
+				// now: the connection waits idle for it (or
+				// for another lease that fits).
+				b.idle = append(b.idle, pc)
+				b.mu.Unlock()
+				continue
+			}
 			b.mu.Unlock()
 			pc.lease = l
 			return pc, nil
 		}
-		b.take(l, -1)
+		if !probe {
+			b.take(l, -1)
+		}
 		again := err != nil && b.refusedLogin(err)
 		b.mu.Unlock()
 		switch {
@@ -232,6 +266,42 @@ func (b *Backend) get(ctx context.Context, transfer bool, op, p string) (*pconn,
 		return nil, err
 	}
 }
+
+// await waits until the bounds change (changed is closed), or retry
+// (when > 0) passed, or ctx or the session ends.
+func (b *Backend) await(ctx context.Context, changed <-chan struct{}, retry time.Duration) error {
+	var again <-chan time.Time
+	if retry > 0 {
+		t := time.NewTimer(retry)
+		defer t.Stop()
+		again = t.C
+	}
+	select {
+	case <-changed:
+	case <-again:
+	case <-ctx.Done():
+		return session.Interrupted(ctx)
+	case <-b.done:
+		return session.ErrClosed
+	}
+	return nil
+}
+
+// guessKeepsOut reports whether only a bound lowered by a refusal keeps
+// lease l out (the pool the round trips make worth having would take
+// it), and no login beyond the bound is under way; b.mu is held.
+func (b *Backend) guessKeepsOut(l lease) bool {
+	n := min(b.max, b.worth())
+	return !b.probing && b.limit < n && b.fitsIn(l, n)
+}
+
+// Logins after a refusal back off: the first waits loginBackoffMin, each
+// one refused again twice as long, up to loginBackoffMax; a connection
+// given back meanwhile serves at once.
+const (
+	loginBackoffMin = 50 * time.Millisecond
+	loginBackoffMax = 5 * time.Second
+)
 
 // refusedLogin handles a login the server refused because the client
 // has too many connections (vsftpd's max_per_ip, pyftpdlib's
@@ -254,6 +324,8 @@ func (b *Backend) refusedLogin(err error) bool {
 		b.limit = guess
 		b.wakeWaiters() // a background lease may have to give up now
 	}
+	b.loginBackoff = min(max(2*b.loginBackoff, loginBackoffMin), loginBackoffMax)
+	b.loginAt = time.Now().Add(b.loginBackoff)
 	if !b.warnedLimit {
 		b.warnedLimit = true
 		b.log.Warn("ftp: the server refuses more logins from this client; using the connections it has",
