@@ -284,8 +284,27 @@ for i in $(seq 50); do exec 3<>"$M/cat"; exec 3<&-; done`))
 func awaitSlow(t *testing.T, p *portals) {
 	t.Helper()
 	if !waitFor(20*time.Second, func() bool { return len(holders(p.fifo)) == 20 }) {
-		t.Fatalf("%d of 20 programs wait on the FIFO", len(holders(p.fifo)))
+		t.Fatalf("%d of 20 programs wait on the FIFO; where the openers wait:\n%s", len(holders(p.fifo)), whereWaiting("slow/n"))
 	}
+}
+
+// whereWaiting says, for every process whose command line contains s,
+// where in the kernel it waits (wchan, and the kernel stack root may
+// read): a FUSE request not answered, or a lock before it is sent.
+func whereWaiting(s string) string {
+	var b strings.Builder
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, c := range cmdlines {
+		argv, err := os.ReadFile(c)
+		if err != nil || !strings.Contains(string(argv), s) {
+			continue
+		}
+		dir := filepath.Dir(c)
+		wchan, _ := os.ReadFile(dir + "/wchan")
+		stack, _ := os.ReadFile(dir + "/stack")
+		fmt.Fprintf(&b, "%s %q wchan %s\n%s", filepath.Base(dir), strings.ReplaceAll(string(argv), "\x00", " "), wchan, tail(string(stack), 600))
+	}
+	return b.String()
 }
 
 // releaseSlow lets the slow portals' programs go (EOF on the FIFO) and
