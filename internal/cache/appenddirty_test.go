@@ -44,13 +44,7 @@ func TestAppendFetchesNothing(t *testing.T) {
 // that its write-back sends the right file, with or without a backend
 // that patches ranges.
 func TestWriteBelowAppends(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		be   func(*localBackend) remote.Backend
-	}{
-		{"patch", func(b *localBackend) remote.Backend { return b }},
-		{"whole", func(b *localBackend) remote.Backend { return appendingOnly{b, b, b} }},
-	} {
+	for _, tc := range patchingOrNot {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newLocalBackend(t)
 			orig := pattern(100000)
@@ -91,13 +85,7 @@ func TestWriteBelowAppends(t *testing.T) {
 // daemon died, appended to the server's bytes, with or without a backend
 // that patches ranges.
 func TestAppendsToUncachedFileSurviveCrash(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		be   func(*localBackend) remote.Backend
-	}{
-		{"patch", func(b *localBackend) remote.Backend { return b }},
-		{"whole", func(b *localBackend) remote.Backend { return appendingOnly{b, b, b} }},
-	} {
+	for _, tc := range patchingOrNot {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "cache")
 			b := newLocalBackend(t)
@@ -122,6 +110,16 @@ func TestAppendsToUncachedFileSurviveCrash(t *testing.T) {
 			waitFor(t, "recovery of the appends", hasContent(b, "/f", append(bytes.Clone(orig), "tail"...)))
 		})
 	}
+}
+
+// patchingOrNot are the two ways a change inside a file goes: as its
+// ranges (a backend that patches: SFTP, 9P) or whole (FTP).
+var patchingOrNot = []struct {
+	name string
+	be   func(*localBackend) remote.Backend
+}{
+	{"patch", func(b *localBackend) remote.Backend { return b }},
+	{"whole", func(b *localBackend) remote.Backend { return appendingOnly{b, b, b} }},
 }
 
 // appendingOnly is a backend that appends but cannot patch ranges (FTP):

@@ -160,16 +160,17 @@ func (f *file) create(perm os.FileMode, truncating bool) (info remote.Info, crea
 	if f.info.Size >= 0 && !f.removed {
 		return f.info, false, nil
 	}
-	if err := f.makeNewLocked(perm); err != nil {
+	if err := f.makeNewLocked(perm, !truncating); err != nil {
 		return remote.Info{}, false, err
 	}
-	f.appendsOnly = !truncating
 	return f.info, true, nil
 }
 
 // makeNewLocked (io held exclusively) makes f a new, empty file with
-// permissions perm, dirty until written back.
-func (f *file) makeNewLocked(perm os.FileMode) error {
+// permissions perm, dirty until written back; appendsOnly: its changes
+// may go as appends to a file of its name made meanwhile (file.appendsOnly),
+// until a write elsewhere or a truncation.
+func (f *file) makeNewLocked(perm os.FileMode, appendsOnly bool) error {
 	f.dropDataLocked()
 	now := time.Now()
 	f.removed = false
@@ -181,7 +182,7 @@ func (f *file) makeNewLocked(perm os.FileMode) error {
 	}
 	f.mtime = now
 	f.writeGen++
-	f.appendsOnly = true // until a write elsewhere, or a truncate
+	f.appendsOnly = appendsOnly
 	return nil
 }
 
@@ -200,7 +201,7 @@ func (f *file) appendToVanished() error {
 	}
 	f.t.c.log.Info("cache: the file is gone from the server; the appended bytes start a new file of its name",
 		"server", f.t.key, "path", f.path)
-	return f.makeNewLocked(f.info.Mode.Perm() | f.info.Mode&specialBits)
+	return f.makeNewLocked(f.info.Mode.Perm()|f.info.Mode&specialBits, true)
 }
 
 // writeAt writes p at off, or at the end of the file when appending
