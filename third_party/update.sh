@@ -5,6 +5,7 @@
 #
 #   third_party/update.sh go-fuse [VERSION]    github.com/hanwen/go-fuse/v2
 #   third_party/update.sh pkg-sftp [VERSION]   github.com/pkg/sftp
+#   third_party/update.sh p9 [VERSION]         github.com/hugelgupf/p9
 set -euo pipefail
 cd "$(dirname "$0")"
 case ${1:-} in
@@ -14,7 +15,10 @@ go-fuse)
 pkg-sftp)
 	module=github.com/pkg/sftp
 	patches="pkg-sftp-startwrite.patch" ;;
-*) echo "usage: update.sh go-fuse|pkg-sftp [VERSION]" >&2; exit 2 ;;
+p9)
+	module=github.com/hugelgupf/p9
+	patches="p9-sendfail.patch" ;;
+*) echo "usage: update.sh go-fuse|pkg-sftp|p9 [VERSION]" >&2; exit 2 ;;
 esac
 dir=$1
 version=${2:-$(cd .. && go list -m -f '{{.Version}}' "$module" 2>/dev/null || true)}
