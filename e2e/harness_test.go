@@ -624,38 +624,11 @@ func peerOf(e Event) (string, int) {
 
 // ---- ports ----
 
-var (
-	portsMu   sync.Mutex
-	portsUsed = map[int]bool{}
-)
-
-// freePort returns a port that is free for TCP and UDP on every address
-// (the kernel picks it) and that no other test of this run was given.
-func freePort(t *testing.T) int {
-	t.Helper()
-	for i := 0; i < 100; i++ {
-		l, err := net.Listen("tcp", ":0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", ":"+strconv.Itoa(port))
-		l.Close()
-		if err != nil {
-			continue
-		}
-		u.Close()
-		portsMu.Lock()
-		used := portsUsed[port]
-		portsUsed[port] = true
-		portsMu.Unlock()
-		if !used {
-			return port
-		}
-	}
-	t.Fatal("no free port found")
-	return 0
-}
+// freePort returns a port that TCP and UDP could bind on every address a
+// moment ago, outside the kernel's ephemeral range (no test's outgoing
+// connection takes it meanwhile), and that no other test of this run was
+// given.
+func freePort(t *testing.T) int { return testsrv.FreePort(t) }
 
 // listening reports whether some socket of proto ("tcp" or "udp") is
 // bound to port (TCP: in LISTEN state), on any address.

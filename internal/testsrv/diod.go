@@ -2,8 +2,8 @@ package testsrv
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +27,7 @@ func Diod(t testing.TB, exports ...string) (addr string) {
 // on the same address.
 type DiodServer struct {
 	Addr string
+	port int
 	t    testing.TB
 	argv []string
 
@@ -54,33 +55,40 @@ func StartDiod(t testing.TB, exports ...string) *DiodServer {
 	if err := os.WriteFile(conf, []byte("-- empty: the command line says everything\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := &DiodServer{
-		Addr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
-		t:    t,
-	}
-	s.argv = []string{diod, "-f", "-n", "-c", conf, "-L", "stderr"}
-	s.argv = append(s.argv, "-l", s.Addr)
-	for _, e := range exports {
-		s.argv = append(s.argv, "-e", e)
-	}
-	s.Start()
+	s := &DiodServer{t: t}
 	t.Cleanup(s.Kill)
+	startOnFreePort(t, func(port int) error {
+		s.port = port
+		s.Addr = fmt.Sprintf("127.0.0.1:%d", port)
+		s.argv = []string{diod, "-f", "-n", "-c", conf, "-L", "stderr", "-l", s.Addr}
+		for _, e := range exports {
+			s.argv = append(s.argv, "-e", e)
+		}
+		return s.start()
+	})
 	return s
 }
 
 // Start runs the server (again) and waits until it accepts connections.
 func (s *DiodServer) Start() {
 	s.t.Helper()
+	if err := s.start(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *DiodServer) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd != nil {
-		s.t.Fatal("testsrv.Diod: already running")
+		return errors.New("testsrv.Diod: already running")
 	}
 	cmd := exec.Command(s.argv[0], s.argv[1:]...)
-	cmd.Stderr = &diodLog{t: s.t, prefix: "diod: "}
+	out := &diodLog{t: s.t, prefix: "diod: "}
+	cmd.Stderr = out
 	cmd.Stdout = cmd.Stderr
 	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("testsrv.Diod: %v", err)
+		return fmt.Errorf("testsrv.Diod: %v", err)
 	}
 	exited := make(chan struct{})
 	go func() {
@@ -89,22 +97,24 @@ func (s *DiodServer) Start() {
 	}()
 	s.cmd, s.exited = cmd, exited
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", s.Addr, time.Second)
-		if err == nil {
-			c.Close()
-			return
-		}
+	// Its own socket, not a connection accepted by whoever else may
+	// have bound the port first.
+	for !listensOn(cmd.Process.Pid, s.port) {
 		select {
 		case <-exited:
-			s.t.Fatalf("testsrv.Diod: diod exited before accepting connections: %s", strings.Join(s.argv, " "))
+			s.cmd, s.exited = nil, nil
+			if out.bindFailed() {
+				return fmt.Errorf("testsrv.Diod: %s: %w", s.Addr, errPortTaken)
+			}
+			return fmt.Errorf("testsrv.Diod: diod exited before accepting connections: %s", strings.Join(s.argv, " "))
 		default:
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("testsrv.Diod: diod does not accept connections on %s: %v", s.Addr, err)
+			return fmt.Errorf("testsrv.Diod: diod does not listen on %s after 10s", s.Addr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	return nil
 }
 
 // Kill kills the server (SIGKILL: no goodbye to its clients) and waits
@@ -165,12 +175,20 @@ func (s *DiodServer) signal(sig syscall.Signal) {
 	}
 }
 
-// diodLog writes diod's output into the test log, line by line.
+// diodLog writes diod's output into the test log, line by line, and
+// notes whether diod said its port was taken.
 type diodLog struct {
 	t      testing.TB
 	prefix string
 	mu     sync.Mutex
 	buf    []byte
+	taken  bool
+}
+
+func (l *diodLog) bindFailed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.taken
 }
 
 func (l *diodLog) Write(p []byte) (int, error) {
@@ -183,6 +201,7 @@ func (l *diodLog) Write(p []byte) (int, error) {
 			return len(p), nil
 		}
 		l.t.Log(l.prefix + string(l.buf[:i]))
+		l.taken = l.taken || bindFailed(string(l.buf[:i]))
 		l.buf = l.buf[i+1:]
 	}
 }

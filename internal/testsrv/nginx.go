@@ -50,22 +50,23 @@ func Nginx(t testing.TB, root string, tls bool, opts ...NginxOption) (addr strin
 	}
 	bin := Need(t, "nginx")
 	dir := t.TempDir()
-	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
 
 	// {PLAIN} keeps the test free of crypt(3); nginx accepts it.
 	nginxWriteFile(t, filepath.Join(dir, "htpasswd"), NginxUser+":{PLAIN}"+NginxPassword+"\n")
-	listen := addr
+	ssl := ""
 	var certs string
 	if tls {
 		ca = nginxCert(t, filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"))
-		listen += " ssl"
+		ssl = " ssl"
 		certs = fmt.Sprintf("ssl_certificate %s/cert.pem;\n\t\tssl_certificate_key %s/key.pem;", dir, dir)
 	}
-	// Every path nginx writes is in dir, so it runs without touching
-	// /var and several can run at once. master_process off keeps one
-	// process that stays the user running the test (no switch to
-	// "nobody", who could not read a 0700 temporary directory).
-	conf := fmt.Sprintf(`master_process off;
+	port := startOnFreePort(t, func(port int) error {
+		// Every path nginx writes is in dir, so it runs without
+		// touching /var and several can run at once. master_process
+		// off keeps one process that stays the user running the test
+		// (no switch to "nobody", who could not read a 0700 temporary
+		// directory).
+		conf := fmt.Sprintf(`master_process off;
 worker_processes 1;
 pid %[1]s/nginx.pid;
 error_log %[1]s/error.log info;
@@ -80,7 +81,7 @@ http {
 	types { text/html html; text/plain txt; }
 	default_type application/octet-stream;
 	server {
-		listen %[2]s;
+		listen 127.0.0.1:%[2]d%[6]s;
 		server_name localhost;
 		%[3]s
 		root %[4]s;
@@ -92,14 +93,14 @@ http {
 		}
 	}
 }
-`, dir, listen, certs, root, setup.extra)
-	nginxWriteFile(t, filepath.Join(dir, "nginx.conf"), conf)
-
-	cmd := exec.Command(bin, "-p", dir, "-e", filepath.Join(dir, "error.log"),
-		"-c", filepath.Join(dir, "nginx.conf"), "-g", "daemon off;")
-	cmd.Dir = dir
-	serveHTTPPeer(t, cmd, addr, filepath.Join(dir, "error.log"))
-	return addr, ca
+`, dir, port, certs, root, setup.extra, ssl)
+		nginxWriteFile(t, filepath.Join(dir, "nginx.conf"), conf)
+		cmd := exec.Command(bin, "-p", dir, "-e", filepath.Join(dir, "error.log"),
+			"-c", filepath.Join(dir, "nginx.conf"), "-g", "daemon off;")
+		cmd.Dir = dir
+		return serve(t, cmd, port, filepath.Join(dir, "error.log"))
+	})
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), ca
 }
 
 // PythonHTTP starts `python3 -m http.server` serving root on 127.0.0.1 at a
@@ -130,27 +131,28 @@ func PythonHTTPRefusingHEAD(t testing.TB, root string) (addr string) {
 func servePython(t testing.TB, args func(port string) []string) (addr string) {
 	t.Helper()
 	bin := Need(t, "python3")
-	port := strconv.Itoa(FreePort(t))
-	addr = net.JoinHostPort("127.0.0.1", port)
 	logFile := filepath.Join(t.TempDir(), "http.server.log")
-	cmd := exec.Command(bin, args(port)...)
-	f, err := os.Create(logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	cmd.Stdout, cmd.Stderr = f, f
-	serveHTTPPeer(t, cmd, addr, logFile)
-	return addr
+	port := startOnFreePort(t, func(port int) error {
+		cmd := exec.Command(bin, args(strconv.Itoa(port))...)
+		f, err := os.Create(logFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close() // cmd has its own copy
+		cmd.Stdout, cmd.Stderr = f, f
+		return serve(t, cmd, port, logFile)
+	})
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
 
-// serveHTTPPeer starts cmd, waits until addr accepts connections and
-// stops cmd when the test ends. logFile is shown when the server does not
-// come up. Any TCP server will do: vsftpd.go uses it too.
-func serveHTTPPeer(t testing.TB, cmd *exec.Cmd, addr, logFile string) {
+// serve starts cmd, a server of TCP port of 127.0.0.1, waits until it
+// listens there, and stops it when the test ends. An error says why it
+// does not (errPortTaken: another process bound the port first), with
+// logFile, where it logs. Any TCP server will do: vsftpd.go uses it too.
+func serve(t testing.TB, cmd *exec.Cmd, port int, logFile string) error {
 	t.Helper()
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", cmd.Path, err)
+		return fmt.Errorf("start %s: %v", cmd.Path, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -163,25 +165,26 @@ func serveHTTPPeer(t testing.TB, cmd *exec.Cmd, addr, logFile string) {
 			<-exited
 		}
 	})
+	// Its own socket, not a connection accepted by whoever else may
+	// have bound the port first.
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return
-		}
+	for !listensOn(cmd.Process.Pid, port) {
 		select {
 		case err := <-exited:
 			exited <- err // for the cleanup
 			log, _ := os.ReadFile(logFile)
-			t.Fatalf("%s exited (%v) before accepting connections:\n%s", cmd.Path, err, log)
+			if bindFailed(string(log)) {
+				return fmt.Errorf("%s could not bind port %d: %w:\n%s", cmd.Path, port, errPortTaken, log)
+			}
+			return fmt.Errorf("%s exited (%v) before listening on port %d:\n%s", cmd.Path, err, port, log)
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(logFile)
-			t.Fatalf("%s does not accept connections on %s after 10s:\n%s", cmd.Path, addr, log)
+			return fmt.Errorf("%s does not listen on port %d after 10s:\n%s", cmd.Path, port, log)
 		}
 	}
+	return nil
 }
 
 // nginxCert writes a throwaway ECDSA certificate for 127.0.0.1 and

@@ -65,7 +65,6 @@ func StartSSHD(t testing.TB) *SSHD {
 	}
 	dir := t.TempDir()
 	s := &SSHD{
-		Port: FreePort(t), ReadOnlyPort: FreePort(t),
 		User: me.Username,
 		Home: t.TempDir(),
 		t:    t, bin: bin,
@@ -73,8 +72,6 @@ func StartSSHD(t testing.TB) *SSHD {
 		logFile:     filepath.Join(dir, "sshd.log"),
 		UserKeyFile: filepath.Join(dir, "id_ed25519"),
 	}
-	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port))
-
 	hostSigner := sshdKey(t, filepath.Join(dir, "ssh_host_ed25519_key"))
 	s.HostKey = hostSigner.PublicKey()
 	s.UserKey = sshdKey(t, s.UserKeyFile)
@@ -83,7 +80,10 @@ func StartSSHD(t testing.TB) *SSHD {
 	// Password authentication is offered (and always fails: root has no
 	// usable password and prohibit-password refuses it anyway) so that
 	// clients can be tested against a wrong password.
-	conf := fmt.Sprintf(`ListenAddress 127.0.0.1:%d
+	startOnFreePort(t, func(port int) error {
+		s.Port, s.ReadOnlyPort = port, FreePort(t)
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port))
+		conf := fmt.Sprintf(`ListenAddress 127.0.0.1:%d
 ListenAddress 127.0.0.1:%[4]d
 HostKey %[2]s/ssh_host_ed25519_key
 PidFile %[2]s/sshd.pid
@@ -102,11 +102,12 @@ MaxSessions 100
 Match LocalPort %[4]d
 	ForceCommand internal-sftp -R
 `, s.Port, dir, me.Username, s.ReadOnlyPort)
-	sshdWriteFile(t, s.config, conf)
-	if out, err := exec.Command(bin, "-t", "-f", s.config).CombinedOutput(); err != nil {
-		Unavailable(t, fmt.Sprintf("sshd rejects its test configuration: %v: %s", err, out))
-	}
-	s.Start()
+		sshdWriteFile(t, s.config, conf)
+		if out, err := exec.Command(bin, "-t", "-f", s.config).CombinedOutput(); err != nil {
+			Unavailable(t, fmt.Sprintf("sshd rejects its test configuration: %v: %s", err, out))
+		}
+		return s.start()
+	})
 	t.Cleanup(s.Stop)
 	return s
 }
@@ -120,45 +121,58 @@ func (s *SSHD) KnownHostsLine() string {
 // Start starts sshd again after Stop, on the same port with the same keys.
 func (s *SSHD) Start() {
 	s.t.Helper()
+	if err := s.start(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *SSHD) start() error {
 	if s.cmd != nil {
-		return
+		return nil
 	}
 	log, err := os.OpenFile(s.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		s.t.Fatal(err)
+		return err
 	}
 	defer log.Close()
 	// sshd re-executes itself, so it needs its absolute path.
 	cmd := exec.Command(s.bin, "-D", "-e", "-f", s.config)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("start sshd: %v", err)
+		return fmt.Errorf("start sshd: %v", err)
 	}
 	s.cmd, s.exited = cmd, make(chan error, 1)
 	go func() { s.exited <- cmd.Wait() }()
 
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", s.Addr, time.Second)
-		if err == nil {
-			// Read the banner so that sshd is known to be serving,
-			// not just listening.
-			c.SetReadDeadline(time.Now().Add(5 * time.Second))
-			buf := make([]byte, 4)
-			_, err = c.Read(buf)
-			c.Close()
-			if err == nil && string(buf) == "SSH-" {
-				return
+		// Its own sockets, not those of whoever else may have bound
+		// a port first.
+		if listensOn(cmd.Process.Pid, s.Port) && listensOn(cmd.Process.Pid, s.ReadOnlyPort) {
+			c, err := net.DialTimeout("tcp", s.Addr, time.Second)
+			if err == nil {
+				// Read the banner so that sshd is known to be
+				// serving, not just listening.
+				c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				buf := make([]byte, 4)
+				_, err = c.Read(buf)
+				c.Close()
+				if err == nil && string(buf) == "SSH-" {
+					return nil
+				}
 			}
 		}
 		select {
 		case err := <-s.exited:
 			s.cmd = nil
-			s.t.Fatalf("sshd exited (%v) before accepting connections:\n%s", err, s.Log())
+			if log := s.Log(); bindFailed(log) {
+				return fmt.Errorf("sshd could not bind ports %d, %d: %w:\n%s", s.Port, s.ReadOnlyPort, errPortTaken, log)
+			}
+			return fmt.Errorf("sshd exited (%v) before accepting connections:\n%s", err, s.Log())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("sshd does not accept connections on %s after 10s:\n%s", s.Addr, s.Log())
+			return fmt.Errorf("sshd does not accept connections on %s after 10s:\n%s", s.Addr, s.Log())
 		}
 	}
 }

@@ -4,7 +4,6 @@
 package testsrv
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"testing"
@@ -34,15 +33,4 @@ func Unavailable(t testing.TB, why string) {
 		t.Fatalf("%s (WIREFS_REQUIRE_PRIV=1)", why)
 	}
 	t.Skipf("%s (set WIREFS_REQUIRE_PRIV=1 to fail instead)", why)
-}
-
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -84,8 +84,6 @@ func Vsftpd(t testing.TB, root string, opts ...VsftpdOption) (addr, login, passw
 		Unavailable(t, "vsftpd needs root: it chroots and switches user for every session")
 	}
 	dir := t.TempDir()
-	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
-	_, port, _ := net.SplitHostPort(addr)
 
 	// The directory vsftpd chroots its unprivileged helper into: empty,
 	// owned by root and not writable by anyone else.
@@ -94,9 +92,9 @@ func Vsftpd(t testing.TB, root string, opts ...VsftpdOption) (addr, login, passw
 		t.Fatal(err)
 	}
 
+	// listen_port is added by the start below.
 	conf := fmt.Sprintf(`listen=YES
 listen_address=127.0.0.1
-listen_port=%s
 background=NO
 seccomp_sandbox=NO
 secure_chroot_dir=%s
@@ -115,7 +113,7 @@ pasv_address=127.0.0.1
 pasv_addr_resolve=NO
 idle_session_timeout=600
 data_connection_timeout=600
-`, port, empty, dir)
+`, empty, dir)
 	// No pasv_min_port/pasv_max_port: the kernel picks each passive port,
 	// so servers of tests running in parallel never collide.
 
@@ -170,19 +168,21 @@ require_ssl_reuse=NO
 `, dir)
 	}
 	confFile := filepath.Join(dir, "vsftpd.conf")
-	nginxWriteFile(t, confFile, conf)
-
-	s := &VsftpdServer{t: t, bin: bin, conf: confFile, addr: addr, logFile: filepath.Join(dir, "vsftpd.out"),
+	s := &VsftpdServer{t: t, bin: bin, conf: confFile, logFile: filepath.Join(dir, "vsftpd.out"),
 		protocolLog: filepath.Join(dir, "vsftpd.log"), limited: setup.maxPerIP > 0}
-	s.Start()
-	// Registered after serveHTTPPeer's cleanup, so it runs first: session
+	startOnFreePort(t, func(port int) error {
+		nginxWriteFile(t, confFile, conf+fmt.Sprintf("listen_port=%d\n", port))
+		s.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		return s.start()
+	})
+	// Registered after serve's cleanup, so it runs first: session
 	// processes outlive a killed listener, and a stopped server cannot
 	// act on SIGTERM.
 	t.Cleanup(func() { s.signalAll(syscall.SIGKILL); s.signalAll(syscall.SIGCONT) })
 	if setup.server != nil {
 		*setup.server = s
 	}
-	return addr, login, password
+	return s.addr, login, password
 }
 
 // VsftpdServer is a running vsftpd: its listener and one process per
@@ -215,17 +215,32 @@ func (s *VsftpdServer) Commands(verb string) int {
 // until it accepts connections.
 func (s *VsftpdServer) Start() {
 	s.t.Helper()
-	f, err := os.OpenFile(s.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
+	if err := s.start(); err != nil {
 		s.t.Fatal(err)
 	}
-	s.t.Cleanup(func() { f.Close() })
+}
+
+func (s *VsftpdServer) start() error {
+	s.t.Helper()
+	f, err := os.OpenFile(s.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close() // vsftpd has its own copies
 	s.cmd = exec.Command(s.bin, s.conf)
-	s.cmd.Stdout, s.cmd.Stderr = f, f
-	serveHTTPPeer(s.t, s.cmd, s.addr, s.logFile) // any TCP server: waits for it, stops it at the end
+	// vsftpd writes why it cannot start ("500 OOPS: could not bind
+	// listening IPv4 socket") to descriptor 0, its FTP client's in
+	// inetd mode.
+	s.cmd.Stdin, s.cmd.Stdout, s.cmd.Stderr = f, f, f
+	_, port, _ := net.SplitHostPort(s.addr)
+	p, _ := strconv.Atoi(port)
+	if err := serve(s.t, s.cmd, p, s.logFile); err != nil { // any TCP server: waits for it, stops it at the end
+		return err
+	}
 	if s.limited {
 		s.settle()
 	}
+	return nil
 }
 
 // settle waits until the sessions of the readiness probes have ended.
@@ -262,7 +277,7 @@ func (s *VsftpdServer) settle() {
 // serving: clients see their connections reset.
 func (s *VsftpdServer) Kill() {
 	s.signalAll(syscall.SIGKILL)
-	// Reap the listener (serveHTTPPeer's goroutine waits for it) so that the
+	// Reap the listener (serve's goroutine waits for it) so that the
 	// port is free for Start.
 	for i := 0; i < 500 && processAlive(s.cmd.Process.Pid); i++ {
 		time.Sleep(10 * time.Millisecond)
