@@ -108,7 +108,7 @@ func TestCLIOptionsAnywhere(t *testing.T) {
 		t.Fatalf("wirefs mount DIR OPTIONS: want exit 0 and no output, got %s\nlog:\n%s", r, readFile(m.Log))
 	}
 	t.Cleanup(func() { m.unmount(t) })
-	m.pid = m.Stats(t)["pid"]
+	m.started(t)
 	if line := mountLine(dir); !strings.Contains(line, " fuse.wirefs ") || !strings.Contains(line, "allow_other") {
 		t.Errorf("mount entry %q: want fuse.wirefs with allow_other", line)
 	}
@@ -170,7 +170,11 @@ func inMountNamespace(t *testing.T, bin, script string, args ...string) Result {
 	if err := os.Symlink(bin, filepath.Join(path, "wirefs")); err != nil {
 		t.Fatal(err)
 	}
-	script = "set -e\nmount --bind " + shellQuote(path) + " /usr/local/sbin\n" + script
+	// The namespace starts with a copy of every mount, those of the
+	// tests running alongside too, and would keep their daemons serving
+	// after their unmounts (daemonExits): it lets go of them first.
+	script = "set -e\nawk '$5 ~ \"^" + baseDir + "/\" { print $5 }' /proc/self/mountinfo | tac | xargs -r -n1 umount -l || true\n" +
+		"mount --bind " + shellQuote(path) + " /usr/local/sbin\n" + script
 	return run(t, 60*time.Second, "", "unshare", append([]string{"--mount", "--propagation", "private", "bash", "-c", script, "bash"}, args...)...)
 }
 
@@ -450,7 +454,7 @@ func TestCLIMountUmount(t *testing.T) {
 	if isMounted(m.Dir) {
 		t.Errorf("%s still mounted after wirefs umount", m.Dir)
 	}
-	if !waitFor(5*time.Second, func() bool { return !alive(pid) }) {
+	if !m.daemonExits(t) {
 		t.Errorf("daemon %d still running after umount", pid)
 	}
 

@@ -25,6 +25,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"wirefs/internal/testsrv"
 )
 
@@ -161,6 +163,19 @@ type Mount struct {
 	Dir string
 	Log string
 	pid int
+	dev string // its device, "0:N" as mountinfo shows it: its FUSE connection is N
+}
+
+// started notes what the checks at unmount need of a new mount: its
+// daemon's pid and its device.
+func (m *Mount) started(t *testing.T) {
+	t.Helper()
+	m.pid = m.Stats(t)["pid"]
+	var st syscall.Stat_t
+	if err := syscall.Stat(m.Dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	m.dev = fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
 }
 
 // P returns the path of name below the mount point.
@@ -204,7 +219,7 @@ func mountEnv(t *testing.T, env []string, extra ...string) *Mount {
 	if !isMounted(dir) {
 		t.Fatalf("wirefs mount succeeded but %s is not in /proc/self/mounts", dir)
 	}
-	m.pid = m.Stats(t)["pid"]
+	m.started(t)
 	return m
 }
 
@@ -232,7 +247,7 @@ func (m *Mount) unmount(t *testing.T) {
 		t.Errorf("wirefs umount %s: %v: %s; detaching it", m.Dir, lastErr, lastOut)
 		syscall.Unmount(m.Dir, syscall.MNT_DETACH)
 	}
-	if m.pid > 0 && !waitFor(5*time.Second, func() bool { return !alive(m.pid) }) {
+	if m.pid > 0 && !m.daemonExits(t) {
 		// SIGQUIT: Go writes every goroutine's stack to stderr, which
 		// is the daemon's log, and exits: what it waited for.
 		syscall.Kill(m.pid, syscall.SIGQUIT)
@@ -241,6 +256,66 @@ func (m *Mount) unmount(t *testing.T) {
 		syscall.Kill(m.pid, syscall.SIGKILL)
 	}
 	os.Remove(m.Dir)
+}
+
+// daemonExits waits up to 5 s for m's daemon to exit after the unmount.
+//
+// A mount namespace made while m was mounted (unshare --mount: a
+// parallel test's private namespace, a benchmark's on this shared
+// machine; ip netns exec) holds a copy of m, and the FUSE connection
+// ends only with the last copy: the daemon goes on serving the others,
+// as any FUSE daemon does, for as long as that namespace lives. Such a
+// connection is ended (fusectl's abort: the copies answer ENOTCONN) and
+// the daemon must then exit all the same. Nothing else is done for it: a
+// daemon that does not exit once its connection has ended is a failure.
+func (m *Mount) daemonExits(t *testing.T) bool {
+	t.Helper()
+	if holders := mountedElsewhere(m.dev); len(holders) > 0 {
+		t.Logf("%s lives on in other mount namespaces, which keep its daemon serving; ending its FUSE connection. Processes there: %s",
+			m.Dir, strings.Join(holders, "; "))
+		conn := strings.TrimPrefix(m.dev, "0:")
+		if err := os.WriteFile("/sys/fs/fuse/connections/"+conn+"/abort", []byte("1"), 0); err != nil {
+			t.Errorf("ending the FUSE connection %s of %s: %v", conn, m.Dir, err)
+		}
+	}
+	return waitFor(5*time.Second, func() bool { return !alive(m.pid) })
+}
+
+// mountedElsewhere names a process of each mount namespace where a mount
+// of device dev ("0:N") is still mounted (none once the file system is
+// gone everywhere, or for a dev of "").
+func mountedElsewhere(dev string) []string {
+	if dev == "" {
+		return nil
+	}
+	if _, err := os.Stat("/sys/fs/fuse/connections/" + strings.TrimPrefix(dev, "0:")); err != nil {
+		return nil // the connection has ended: no mount of it is left
+	}
+	seen := map[string]bool{}
+	var out []string
+	infos, _ := filepath.Glob("/proc/[0-9]*/mountinfo")
+	for _, info := range infos {
+		dir := filepath.Dir(info)
+		ns, err := os.Readlink(dir + "/ns/mnt")
+		if err != nil || seen[ns] {
+			continue
+		}
+		b, err := os.ReadFile(info)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			// ID PARENT MAJOR:MINOR ROOT MOUNTPOINT ...
+			if f := strings.Fields(line); len(f) > 4 && f[2] == dev {
+				seen[ns] = true
+				cmd, _ := os.ReadFile(dir + "/cmdline")
+				out = append(out, fmt.Sprintf("%s pid %s (%s) at %s", ns, filepath.Base(dir),
+					strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " ")), f[4]))
+				break
+			}
+		}
+	}
+	return out
 }
 
 func alive(pid int) bool {

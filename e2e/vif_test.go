@@ -109,7 +109,7 @@ func (n *vifNet) mount(t *testing.T) *Mount {
 		t.Fatalf("wirefs mount in %s: %v\n%s\nlog:\n%s", n.a, err, out, readFile(m.Log))
 	}
 	t.Cleanup(func() { m.unmount(t) })
-	m.pid = m.Stats(t)["pid"]
+	m.started(t)
 	return m
 }
 
