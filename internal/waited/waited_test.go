@@ -2,6 +2,7 @@ package waited
 
 import (
 	"os/exec"
+	"runtime"
 	"syscall"
 	"testing"
 
@@ -42,6 +43,11 @@ func startExited(t *testing.T, waitedFor bool) *exec.Cmd {
 // TestExited: a reaper is shown the children nobody else waits for, never
 // one in the set, and hears when its starter has reaped it.
 func TestExited(t *testing.T) {
+	// Children belong to the thread that forked them, and waitid(2)
+	// looks at the calling thread's first: both are forked, and asked
+	// about, from one thread, where the older is listed first.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	other := startExited(t, false) // the older child: listed first
 	mine := startExited(t, true)
 	pid, err := Exited()
