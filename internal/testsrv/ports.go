@@ -38,18 +38,19 @@ func FreePort(t testing.TB) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The ports a server may take: unprivileged ones below and above
-	// the ephemeral range.
-	below, above := max(low-1024, 0), max(65535-high, 0)
+	// The ports a server may take: those from 10000 (above the ports
+	// of well-known services) below and above the ephemeral range.
+	const first = 10000
+	below, above := max(low-first, 0), max(65535-max(high, first-1), 0)
 	if below+above == 0 {
 		t.Fatalf("testsrv: the ephemeral range %d-%d leaves no port to pick", low, high)
 	}
 	portsMu.Lock()
 	defer portsMu.Unlock()
 	for try := 0; try < 1000; try++ {
-		port := 1024 + rand.IntN(below+above)
+		port := first + rand.IntN(below+above)
 		if port >= low {
-			port += high - low + 1
+			port = max(high, first-1) + 1 + (port - first - below)
 		}
 		if portsGiven[port] || !bindable(port) {
 			continue
