@@ -548,7 +548,17 @@ op_write() { # BASE SERVERFILE
 	local want=$((BIG_MB << 20))
 	while [ "$(stat -c %s "$2" 2>/dev/null || echo 0)" != $want ]; do sleep 0.02; done
 }
-a_copy() { cp -r "$SRV/andrew" "$1"; }
+# copy-in: cp -r, then until the server holds every file under its name
+# with every byte, as for write (rclone uploads after each close; wirefs
+# and sshfs before it returns): the time the copy takes to be on the server
+a_copy() { # DESTINATION SERVERDESTINATION
+	cp -r "$SRV/andrew" "$1" || return 1
+	local want
+	want=$(tree_sizes "$SRV/andrew")
+	until [ "$(tree_sizes "$2")" = "$want" ]; do sleep 0.02; done
+}
+# (wirefs's empty spares, temporaries opened ahead, are not the copy's)
+tree_sizes() { (cd "$1" 2>/dev/null && find . -type f ! -name '.wirefs-spare-*' -printf '%p %s\n' | sort); }
 a_scan() { find "$1" -ls; }
 a_read() { find "$1" -type f -exec cat {} +; }
 a_make() { make -s -j2 -C "$1/proj" prog; }
@@ -556,7 +566,7 @@ a_make() { make -s -j2 -C "$1/proj" prog; }
 # symbolic link without the colon
 a_make_out() { rm -rf "$2" "$2.src" && mkdir -p "$2" && ln -s "$1/proj" "$2.src" && make -s -j2 -C "$2" -f "$2.src/Makefile" SRC="$2.src" prog; }
 COPY_OUT=$OUT/localw/copy
-export -f op_lsR op_grep op_big op_small op_write a_copy a_scan a_read a_make a_make_out
+export -f op_lsR op_grep op_big op_small op_write a_copy tree_sizes a_scan a_read a_make a_make_out
 export BIG_MB SRV COPY_OUT
 
 # connect: untimed, a stat of the served directory, so that every system
@@ -593,7 +603,9 @@ bench_sys() {
 				local dst
 				if [ "$sys" = local ]; then dst=$OUT/localw/andrew; rm -rf "$dst"; mkdir -p "$OUT/localw"
 				else mkdir -p "$SRV/$w" && chown ftp:ftp "$SRV/$w" && chmod 0777 "$SRV/$w"; dst=$BASE/$w/andrew; fi
-				timed "$rtt" "$proto" a.copy "$sys" "$run" bash -c 'a_copy "$1"' _ "$dst"
+				local srvdst=$SRV/$w/andrew
+				[ "$sys" = local ] && srvdst=$dst
+				timed "$rtt" "$proto" a.copy "$sys" "$run" bash -c 'a_copy "$1" "$2"' _ "$dst" "$srvdst"
 				timed "$rtt" "$proto" a.scan "$sys" "$run" bash -c 'a_scan "$1"' _ "$dst"
 				timed "$rtt" "$proto" a.read "$sys" "$run" bash -c 'a_read "$1"' _ "$dst"
 				timed "$rtt" "$proto" a.make "$sys" "$run" bash -c 'a_make "$1"' _ "$dst"
@@ -722,7 +734,7 @@ function label(row) {
 	if (row == "small.cold") return "copy out 1000 small files (cp -r), cold"
 	if (row == "small.warm") return "copy out 1000 small files (cp -r), warm"
 	if (row == "write") return "write 64 MiB (dd bs=1M, until on server)"
-	if (row == "a.copy") return "Andrew: copy tree in"
+	if (row == "a.copy") return "Andrew: copy tree in (until on server)"
 	if (row == "a.scan") return "Andrew: find -ls"
 	if (row == "a.read") return "Andrew: read all"
 	if (row == "a.make") return "Andrew: make -j2 (20 C files)"
