@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"path"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -22,3 +23,20 @@ func TempName(p string) string {
 	}
 	return path.Join(path.Dir(p), "."+name+suffix)
 }
+
+// spareMark begins the name of a temporary opened before the store that
+// will use it (SpareName).
+const spareMark = ".wirefs-spare-"
+
+// SpareName returns a fresh name in directory dir for a temporary opened
+// ahead of the store that will use it, whose file name is not known yet:
+// ".wirefs-spare-XXXXXXXX". Listings leave such names out (IsSpare).
+func SpareName(dir string) string {
+	var buf [4]byte
+	rand.Read(buf[:])
+	return path.Join(dir, spareMark+hex.EncodeToString(buf[:]))
+}
+
+// IsSpare reports whether name (a file name, not a path) is one that
+// SpareName makes.
+func IsSpare(name string) bool { return strings.HasPrefix(name, spareMark) }

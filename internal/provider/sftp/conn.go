@@ -50,7 +50,12 @@ type conn struct {
 	starting  sync.WaitGroup // the streams being started
 	ended     bool           // c ended: streams started late are closed at once
 	turn      atomic.Uint32
-	goStreams func(func()) bool // runs a stream's start (the session's Go)
+
+	spares spares // temporaries opened ahead (spare.go)
+
+	// background runs fn in a goroutine of the session, which waits
+	// for it when it closes (false: closed, fn not run).
+	background func(fn func()) bool
 }
 
 // Large reads are spread over streamCount SFTP sessions besides the main
@@ -73,7 +78,7 @@ func (c *conn) readClient(n int64) *sftp.Client {
 		c.asked = true
 		for range streamCount {
 			c.starting.Add(1)
-			if !c.goStreams(func() {
+			if !c.background(func() {
 				defer c.starting.Done()
 				c.addStream(newClient(c.ssh, c.packet))
 			}) {
@@ -161,7 +166,7 @@ func (b *backend) dial(ctx context.Context) (*conn, error) {
 			return ask()
 		}}
 	defer a.close()
-	c := &conn{goStreams: b.s.Go}
+	c := &conn{background: b.s.Go}
 	dog := session.NewWatchdog(b.srv.Timeout, func() { b.s.Drop(c, b.srv.Stalled()) })
 	config := &ssh.ClientConfig{
 		User:              h.user,
@@ -184,7 +189,12 @@ func (b *backend) dial(ctx context.Context) (*conn, error) {
 		return nil, unreachable(err)
 	}
 	c.ssh = ssh.NewClient(sc, chans, reqs)
-	c.Line = session.NewLine(func() { c.ssh.Close() }, dog)
+	c.Line = session.NewLine(func() {
+		if errors.Is(c.Err(), session.ErrClosed) {
+			c.endSpares() // a connection that broke cannot remove them
+		}
+		c.ssh.Close()
+	}, dog)
 	c.sftp, c.packet, err = startSFTP(c.ssh)
 	if err != nil {
 		c.ssh.Close()

@@ -9,6 +9,7 @@
 package sftp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -177,9 +178,11 @@ func (b *backend) List(ctx context.Context, p string) ([]remote.Info, error) {
 			return nil, err
 		}
 		// OpenSSH lists the attributes of lstat(2), like Stat.
-		list := make([]remote.Info, len(entries))
-		for i, fi := range entries {
-			list[i] = toInfo(fi)
+		list := make([]remote.Info, 0, len(entries))
+		for _, fi := range entries {
+			if !remote.IsSpare(fi.Name()) { // ours, in use for a moment (spare.go)
+				list = append(list, toInfo(fi))
+			}
 		}
 		return list, nil
 	}, nil)
@@ -215,6 +218,11 @@ func (b *backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 // storeVia is Store on connection c; left holds the temporary while it
 // may exist.
 func (b *backend) storeVia(c *conn, p string, src *source, size int64, perm os.FileMode, left *atomic.Pointer[string]) error {
+	if size >= 0 && size <= int64(c.packet) {
+		if sp := c.takeSpare(path.Dir(p)); sp != nil {
+			return b.storeInSpare(c, p, sp, src, size, perm, left)
+		}
+	}
 	tmp := remote.TempName(p)
 	// What is at p and the temporary's creation: one round trip.
 	var old os.FileInfo
@@ -272,6 +280,75 @@ func (b *backend) storeVia(c *conn, p string, src *source, size int64, perm os.F
 		return err
 	}
 	left.Store(nil)
+	return nil
+}
+
+// storeInSpare is storeVia for data that fit in one write, with a
+// temporary opened ahead (spare.go): the data, the mode a new file gets
+// and the close go out with the Lstat of p, and are answered in one round
+// trip. What the Lstat finds is dealt with before the rename: a file's
+// own mode and owner (one round trip more, for a file replaced), or a
+// directory or link at p (then the data go in place, as storeVia's).
+func (b *backend) storeInSpare(c *conn, p string, sp *spare, src *source, size int64, perm os.FileMode, left *atomic.Pointer[string]) error {
+	tmp := sp.name
+	left.Store(&tmp)
+	data := make([]byte, size)
+	if n, err := io.ReadFull(src, data); err != nil {
+		sp.f.Close()
+		b.dropTemp(c, tmp, left)
+		if src.failed(err) {
+			return b.writeFailure(c, "store", p, src, size, err)
+		}
+		return b.srv.Errorf(syscall.EIO, "store", p, "the data ended after %d of %d bytes", n, size)
+	}
+	again := func() *source { return newSource(src.ctx, bytes.NewReader(data), size) }
+	var old os.FileInfo
+	var lerr error
+	looked := make(chan struct{})
+	go func() { old, lerr = c.sftp.Lstat(p); close(looked) }()
+	chmodded := make(chan error, 1)
+	go func() { chmodded <- c.sftp.Chmod(tmp, perm) }()
+	err := b.fillOne(c, "store", p, sp.f, again(), size, func() error {
+		<-looked
+		return <-chmodded
+	})
+	if err == nil && lerr == nil {
+		if old.Mode()&os.ModeSymlink != 0 || old.IsDir() {
+			b.dropTemp(c, tmp, left)
+			return b.storeInPlace(c, p, again(), size, perm)
+		}
+		err = b.keepAttrs(c, p, tmp, old, perm)
+	}
+	if err == nil {
+		err = b.replace(c, tmp, p, lerr == nil)
+	}
+	if err != nil {
+		b.dropTemp(c, tmp, left)
+		return err
+	}
+	left.Store(nil)
+	return nil
+}
+
+// keepAttrs gives tmp, which has permission perm, the mode and owner of
+// old, the file at p that it replaces (both requests at once); a refused
+// chown leaves the login user as owner.
+func (b *backend) keepAttrs(c *conn, p, tmp string, old os.FileInfo, perm os.FileMode) error {
+	st, chown := statOf(old, nil)
+	chowned := make(chan struct{})
+	go func() {
+		defer close(chowned)
+		if !chown {
+			return
+		}
+		if err := c.sftp.Chown(tmp, int(st.UID), int(st.GID)); err != nil {
+			b.log.Debug("sftp: the replaced file keeps the login user as owner", "path", p, "err", err)
+		}
+	}()
+	defer func() { <-chowned }() // nothing touches tmp after
+	if mode := old.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky); mode != perm {
+		return c.sftp.Chmod(tmp, mode)
+	}
 	return nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -153,13 +152,7 @@ func TestFailedSmallUploadFullDisk(t *testing.T) {
 // noTemporaries fails the test if dir holds a store's temporary file.
 func noTemporaries(t *testing.T, dir string) {
 	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if strings.Contains(e.Name(), ".wirefs-") {
-			t.Errorf("a temporary was left: %s", e.Name())
-		}
+	for _, name := range remotetest.Temporaries(dir) {
+		t.Errorf("a temporary was left: %s", name)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"wirefs/internal/remote"
 )
 
 // CheckIntact fails unless the server's disk holds exactly want at file
@@ -17,10 +19,26 @@ func CheckIntact(t *testing.T, file string, want []byte) {
 	if err != nil || !bytes.Equal(got, want) {
 		t.Errorf("%s on the server: %d bytes (%v), want the %d bytes it had", file, len(got), err, len(want))
 	}
-	ents, _ := os.ReadDir(filepath.Dir(file))
-	for _, e := range ents {
-		if strings.Contains(e.Name(), ".wirefs-") {
-			t.Errorf("a temporary is left on the server: %s", e.Name())
-		}
+	for _, name := range Temporaries(filepath.Dir(file)) {
+		t.Errorf("a temporary is left on the server: %s", name)
 	}
+}
+
+// Temporaries lists the upload temporaries (remote.TempName) in the local
+// directory dir that hold data: an empty spare (remote.SpareName, opened
+// ahead for the next store and removed when none comes) is not a failed
+// upload's.
+func Temporaries(dir string) []string {
+	var left []string
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if !strings.Contains(e.Name(), ".wirefs-") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Size() == 0 && remote.IsSpare(e.Name()) {
+			continue
+		}
+		left = append(left, e.Name())
+	}
+	return left
 }

@@ -1,0 +1,141 @@
+package sftp
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"wirefs/internal/remote"
+	"wirefs/internal/remote/remotetest"
+)
+
+// spareIn waits until dir (a local path) holds a spare and returns its
+// inode; the spare is opened in the background after a store.
+func spareIn(t *testing.T, dir string) (name string, ino uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if remote.IsSpare(e.Name()) {
+				fi, err := e.Info()
+				if err == nil {
+					return e.Name(), fi.Sys().(*syscall.Stat_t).Ino
+				}
+			}
+		}
+	}
+	t.Fatalf("no spare appeared in %s", dir)
+	return "", 0
+}
+
+func inode(t *testing.T, p string) uint64 {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// TestStoresTakeSpares: small stores that come one after another into a
+// directory get their temporaries opened ahead: the third store's file
+// is the spare opened after the second (the same inode), renamed into
+// place, whole, with the mode asked. Listings leave spares out, an
+// unused spare is removed after spareIdle, and none is left after the
+// session closes.
+func TestStoresTakeSpares(t *testing.T) {
+	e := newEnv(t)
+	b := e.dial(t, alias)
+	dir := t.TempDir()
+	store := func(name string, data []byte, perm os.FileMode) {
+		t.Helper()
+		if err := b.Store(context.Background(), filepath.Join(dir, name), bytes.NewReader(data), int64(len(data)), perm); err != nil {
+			t.Fatalf("store %s: %v", name, err)
+		}
+		remotetest.CheckIntact(t, filepath.Join(dir, name), data)
+	}
+	store("one.o", []byte("first"), 0o644)
+	store("two.o", []byte("second"), 0o644)
+	spare, ino := spareIn(t, dir)
+	list, err := b.List(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fi := range list {
+		if remote.IsSpare(fi.Name) {
+			t.Errorf("the listing shows the spare %s", fi.Name)
+		}
+	}
+	store("three.o", []byte("third"), 0o640)
+	if got := inode(t, filepath.Join(dir, "three.o")); got != ino {
+		t.Errorf("three.o is inode %d, not the spare %s (%d): the store did not take it", got, spare, ino)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "three.o")); fi.Mode().Perm() != 0o640 {
+		t.Errorf("three.o has mode %v, want 0640", fi.Mode())
+	}
+	// The next spare, untaken, goes after spareIdle.
+	next, _ := spareIn(t, dir)
+	for deadline := time.Now().Add(spareIdle + 10*time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, next)); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the unused spare %s is still there after %v", next, spareIdle)
+		}
+	}
+	// A spare opened at the session's close is removed with it.
+	store("four.o", []byte("4"), 0o644)
+	store("five.o", []byte("5"), 0o644)
+	spareIn(t, dir)
+	b.Close()
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".wirefs-") {
+			t.Errorf("left after the session closed: %s", e.Name())
+		}
+	}
+}
+
+// TestSpareReplacesKeepingWhatWasThere: a store that took a spare learns
+// what the name holds only with its data's answer: a file it replaces
+// keeps its mode, and a directory at the name fails the store (EISDIR)
+// without a temporary left.
+func TestSpareReplacesKeepingWhatWasThere(t *testing.T) {
+	e := newEnv(t)
+	b := e.dial(t, alias)
+	dir := t.TempDir()
+	kept := filepath.Join(dir, "kept")
+	if err := os.WriteFile(kept, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"a", "b", "kept", "c", "sub"} {
+		if name == "kept" || name == "sub" {
+			spareIn(t, dir) // so that this store takes one
+		}
+		data := []byte(fmt.Sprintf("data %d", i))
+		err := b.Store(context.Background(), filepath.Join(dir, name), bytes.NewReader(data), int64(len(data)), 0o644)
+		if name == "sub" {
+			wantErrno(t, "store over a directory", err, syscall.EISDIR)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("store %s: %v", name, err)
+		}
+		remotetest.CheckIntact(t, filepath.Join(dir, name), data)
+	}
+	if fi, _ := os.Stat(kept); fi.Mode().Perm() != 0o600 {
+		t.Errorf("the replaced file has mode %v, want its own 0600", fi.Mode())
+	}
+	if left := remotetest.Temporaries(dir); len(left) > 0 {
+		t.Errorf("temporaries left: %v", left)
+	}
+}
