@@ -272,8 +272,14 @@ func (b *backend) storeVia(c *conn, p string, src *source, size int64, perm os.F
 	// Never returns before the attributes are set: nothing touches tmp after.
 	defer waitAttrs()
 	err = b.fill(c, "store", p, f, src, size, func() error { waitAttrs(); return attrsErr })
+	return b.settle(c, tmp, p, lerr == nil, err, left)
+}
+
+// settle ends a store through the temporary tmp after its data (err: how
+// they went): renamed over p (which existed or not), or removed.
+func (b *backend) settle(c *conn, tmp, p string, existed bool, err error, left *atomic.Pointer[string]) error {
 	if err == nil {
-		err = b.replace(c, tmp, p, lerr == nil)
+		err = b.replace(c, tmp, p, existed)
 	}
 	if err != nil {
 		b.dropTemp(c, tmp, left)
@@ -319,15 +325,7 @@ func (b *backend) storeInSpare(c *conn, p string, sp *spare, src *source, size i
 		}
 		err = b.keepAttrs(c, p, tmp, old, perm)
 	}
-	if err == nil {
-		err = b.replace(c, tmp, p, lerr == nil)
-	}
-	if err != nil {
-		b.dropTemp(c, tmp, left)
-		return err
-	}
-	left.Store(nil)
-	return nil
+	return b.settle(c, tmp, p, lerr == nil, err, left)
 }
 
 // keepAttrs gives tmp, which has permission perm, the mode and owner of
