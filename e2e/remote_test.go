@@ -532,6 +532,16 @@ func TestRemoteRefused(t *testing.T) {
 	}
 }
 
+// serverMtime is the modification time of the server's file p (a local
+// path), or why there is none.
+func serverMtime(p string) (time.Time, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return st.ModTime(), nil
+}
+
 // TestModificationTimes: touch -d and cp -p set the server's mtime over
 // SFTP and 9P (cp -p sets it while the copy is not yet on the server).
 func TestModificationTimes(t *testing.T) {
@@ -548,11 +558,11 @@ func TestModificationTimes(t *testing.T) {
 		mustOK(t, "touch, cp -p", bash(t, m, 30*time.Second, `set -e
 			touch -d "2000-01-02 03:04:05 UTC" "$M/$1/notes.txt"
 			cp -p "$2" "$M/$1/copied.txt"`, dir, src))
-		if st, err := os.Stat(filepath.Join(root, "notes.txt")); err != nil || !st.ModTime().Equal(time.Date(2000, 1, 2, 3, 4, 5, 0, time.UTC)) {
-			t.Errorf("%s: touch -d: server mtime %v, %v", dir, st.ModTime(), err)
+		if mtime, err := serverMtime(filepath.Join(root, "notes.txt")); err != nil || !mtime.Equal(time.Date(2000, 1, 2, 3, 4, 5, 0, time.UTC)) {
+			t.Errorf("%s: touch -d: server mtime %v, %v", dir, mtime, err)
 		}
-		if st, err := os.Stat(filepath.Join(root, "copied.txt")); err != nil || !st.ModTime().Equal(old) {
-			t.Errorf("%s: cp -p: server mtime %v, %v", dir, st.ModTime(), err)
+		if mtime, err := serverMtime(filepath.Join(root, "copied.txt")); err != nil || !mtime.Equal(old) {
+			t.Errorf("%s: cp -p: server mtime %v, %v", dir, mtime, err)
 		}
 		os.Remove(filepath.Join(root, "copied.txt"))
 		os.Chtimes(filepath.Join(root, "notes.txt"), time.Now(), time.Now())
