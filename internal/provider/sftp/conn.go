@@ -51,8 +51,6 @@ type conn struct {
 	ended     bool           // c ended: streams started late are closed at once
 	turn      atomic.Uint32
 
-	spares spares // temporaries opened ahead (spare.go)
-
 	// background runs fn in a goroutine of the session, which waits
 	// for it when it closes (false: closed, fn not run).
 	background func(fn func()) bool
@@ -191,7 +189,7 @@ func (b *backend) dial(ctx context.Context) (*conn, error) {
 	c.ssh = ssh.NewClient(sc, chans, reqs)
 	c.Line = session.NewLine(func() {
 		if errors.Is(c.Err(), session.ErrClosed) {
-			c.endSpares() // a connection that broke cannot remove them
+			b.endSpares(c) // a connection that broke cannot remove them
 		}
 		c.ssh.Close()
 	}, dog)

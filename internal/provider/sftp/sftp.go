@@ -66,6 +66,8 @@ type backend struct {
 	srv session.Server // "sftp user@host" in messages
 	s   *session.Session[*conn]
 
+	spares spares // temporaries opened ahead (spare.go)
+
 	// warnedRename: the log said once that this server's rename cannot
 	// replace a file.
 	warnedRename atomic.Bool
@@ -219,7 +221,7 @@ func (b *backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 // may exist.
 func (b *backend) storeVia(c *conn, p string, src *source, size int64, perm os.FileMode, left *atomic.Pointer[string]) error {
 	if size >= 0 && size <= int64(c.packet) {
-		if sp := c.takeSpare(path.Dir(p)); sp != nil {
+		if sp := b.takeSpare(c, path.Dir(p)); sp != nil {
 			return b.storeInSpare(c, p, sp, src, size, perm, left)
 		}
 	}
@@ -609,6 +611,7 @@ func (b *backend) Remove(ctx context.Context, p string) error {
 }
 
 func (b *backend) Rmdir(ctx context.Context, p string) error {
+	b.dropSpares(p)
 	return b.do(ctx, "rmdir", p, nil, func(c *conn) error {
 		err := c.sftp.RemoveDirectory(p)
 		if !isFailure(err) && !errors.Is(err, os.ErrNotExist) {
@@ -630,6 +633,7 @@ func (b *backend) Rmdir(ctx context.Context, p string) error {
 // Rename replaces an existing target like rename(2) when the server has
 // posix-rename@openssh.com; plain SFTP rename refuses to (EEXIST).
 func (b *backend) Rename(ctx context.Context, from, to string) error {
+	b.dropSpares(from) // a directory's: their paths would be wrong after
 	where := from + " to " + to
 	return b.doOn(ctx, "rename", where, []string{from, to}, nil, func(c *conn) error {
 		var err error

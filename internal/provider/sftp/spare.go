@@ -2,6 +2,7 @@ package sftp
 
 import (
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,16 +18,17 @@ import (
 // small file's store waited for two answers before its rename: the
 // temporary's open, then its write and close. While a program writes
 // file after file into one directory (cp -r, tar x, a compiler's
-// objects), the connection keeps the next store's temporary opened ahead
+// objects), the session keeps the next store's temporary opened ahead
 // there: a store that takes it sends its data, mode and close with the
 // look at what the name holds, all at once, and waits for one answer.
 //
 // A spare is an empty file named .wirefs-spare-XXXXXXXX (remote.SpareName;
-// listings leave it out), opened for the
-// next small store in a directory once two came there within
-// spareBurst of each other, and removed when no store took it within
-// spareIdle, or when the session closes. A daemon that is killed leaves
-// its spares behind, empty.
+// listings leave it out), opened for the next small store in a directory
+// once two came there within spareBurst of each other, and removed when
+// no store took it within spareIdle, before the directory is removed or
+// renamed through this session (rm -rf right after a build), or when the
+// session closes. A daemon that is killed leaves its spares behind, empty;
+// another client that removes the directory meanwhile finds it not empty.
 const (
 	spareBurst = time.Second
 	spareIdle  = 2 * time.Second
@@ -35,36 +37,41 @@ const (
 	spareClose = 2 * time.Second
 )
 
-// spare is a temporary opened ahead.
+// spare is a temporary opened ahead on connection c.
 type spare struct {
+	c     *conn
 	name  string
 	f     *sftp.File
 	timer *time.Timer // removes it after spareIdle
 }
 
-// spares are a connection's temporaries opened ahead, one per directory.
+// spares are a session's temporaries opened ahead, one per directory.
 type spares struct {
 	mu      sync.Mutex
-	ready   map[string]*spare    // by directory
-	opening map[string]bool      // directories whose spare is being opened
-	last    map[string]time.Time // the last small store in each directory, within spareBurst
-	ended   bool
+	ready   map[string]*spare        // by directory
+	opening map[string]chan struct{} // directories whose spare is being opened; closed when done
+	last    map[string]time.Time     // the last small store in each directory, within spareBurst
 }
 
-// takeSpare returns the temporary opened ahead in dir for a small store
-// (nil: none), and opens the next store's when stores come in a burst.
-func (c *conn) takeSpare(dir string) *spare {
-	s := &c.spares
+// takeSpare returns the temporary opened ahead on c in dir for a small
+// store (nil: none), and opens the next store's when stores come in a
+// burst.
+func (b *backend) takeSpare(c *conn, dir string) *spare {
+	s := &b.spares
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended {
-		return nil
+	if s.last == nil {
+		s.last, s.ready, s.opening = map[string]time.Time{}, map[string]*spare{}, map[string]chan struct{}{}
 	}
 	now := time.Now()
 	sp := s.ready[dir]
 	if sp != nil {
 		delete(s.ready, dir)
 		sp.timer.Stop()
+		if sp.c != c { // opened on a connection that this store does not use
+			b.dropSpare(sp)
+			sp = nil
+		}
 	}
 	burst := now.Sub(s.last[dir]) < spareBurst
 	for d, at := range s.last {
@@ -72,76 +79,123 @@ func (c *conn) takeSpare(dir string) *spare {
 			delete(s.last, d)
 		}
 	}
-	if s.last == nil {
-		s.last, s.ready, s.opening = map[string]time.Time{}, map[string]*spare{}, map[string]bool{}
-	}
 	s.last[dir] = now
-	if (sp != nil || burst) && !s.opening[dir] {
-		s.opening[dir] = true
-		if !c.background(func() { c.openSpare(dir) }) {
+	if (sp != nil || burst) && s.opening[dir] == nil {
+		done := make(chan struct{})
+		s.opening[dir] = done
+		if !c.background(func() { b.openSpare(c, dir, done) }) {
 			delete(s.opening, dir)
 		}
 	}
 	return sp
 }
 
-// openSpare opens a spare in dir. A directory where it cannot be made
-// (no right to add files) has none: its stores open their own
-// temporaries, and say why they cannot.
-func (c *conn) openSpare(dir string) {
+// openSpare opens a spare in dir on c, then closes done. A directory where
+// it cannot be made (no right to add files) has none: its stores open
+// their own temporaries, and say why they cannot.
+func (b *backend) openSpare(c *conn, dir string, done chan struct{}) {
 	name := remote.SpareName(dir)
 	f, err := c.sftp.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
-	s := &c.spares
+	s := &b.spares
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.opening, dir)
+	defer close(done)
+	if s.opening[dir] == done {
+		delete(s.opening, dir)
+	}
 	if err != nil {
 		return
 	}
-	if s.ended || s.ready[dir] != nil {
-		c.background(func() { c.removeSpare(&spare{name: name, f: f}) })
+	sp := &spare{c: c, name: name, f: f}
+	if s.ready[dir] != nil || c.Err() != nil {
+		b.dropSpare(sp) // the session closed, or the directory went, meanwhile
 		return
 	}
-	sp := &spare{name: name, f: f}
 	sp.timer = time.AfterFunc(spareIdle, func() {
 		s.mu.Lock()
-		unused := s.ready[dir] == sp
-		if unused {
+		defer s.mu.Unlock()
+		if s.ready[dir] == sp {
 			delete(s.ready, dir)
-		}
-		s.mu.Unlock()
-		if unused {
-			c.background(func() { c.removeSpare(sp) })
+			b.dropSpare(sp)
 		}
 	})
 	s.ready[dir] = sp
 }
 
-// removeSpare closes and removes an unused spare.
-func (c *conn) removeSpare(sp *spare) {
-	sp.f.Close()
-	c.sftp.Remove(sp.name)
+// dropSpare closes and removes sp in the background (at once where the
+// session is closing).
+func (b *backend) dropSpare(sp *spare) {
+	if !sp.c.background(func() { removeSpare(sp) }) {
+		removeSpare(sp)
+	}
 }
 
-// endSpares removes the unused spares when the session closes, waiting
-// at most spareClose; no spare is opened after.
-func (c *conn) endSpares() {
-	s := &c.spares
-	s.mu.Lock()
-	s.ended = true
-	left := make([]*spare, 0, len(s.ready))
-	for _, sp := range s.ready {
-		sp.timer.Stop()
-		left = append(left, sp)
+func removeSpare(sp *spare) {
+	sp.f.Close()
+	sp.c.sftp.Remove(sp.name)
+}
+
+// dropSpares removes the spares in and below directory p before p is
+// removed or renamed, waiting for those being opened there: the
+// directory is then as the program left it. No new spare is opened there
+// until stores come in a burst again.
+func (b *backend) dropSpares(p string) {
+	s := &b.spares
+	under := func(dir string) bool { return dir == p || strings.HasPrefix(dir, p+"/") || p == "/" }
+	for {
+		s.mu.Lock()
+		var wait chan struct{}
+		for dir, done := range s.opening {
+			if under(dir) {
+				wait = done
+				break
+			}
+		}
+		if wait == nil {
+			break
+		}
+		s.mu.Unlock()
+		<-wait
 	}
-	s.ready = nil
+	var gone []*spare
+	for dir, sp := range s.ready {
+		if under(dir) {
+			sp.timer.Stop()
+			delete(s.ready, dir)
+			gone = append(gone, sp)
+		}
+	}
+	for dir := range s.last {
+		if under(dir) {
+			delete(s.last, dir)
+		}
+	}
+	s.mu.Unlock()
+	for _, sp := range gone {
+		removeSpare(sp)
+	}
+}
+
+// endSpares removes c's unused spares when the session closes, waiting
+// at most spareClose; none is opened on c after.
+func (b *backend) endSpares(c *conn) {
+	s := &b.spares
+	s.mu.Lock()
+	var left []*spare
+	for dir, sp := range s.ready {
+		if sp.c == c {
+			sp.timer.Stop()
+			delete(s.ready, dir)
+			left = append(left, sp)
+		}
+	}
 	s.mu.Unlock()
 	if len(left) == 0 {
 		return
 	}
 	done := make(chan struct{}, len(left))
 	for _, sp := range left {
-		go func() { c.removeSpare(sp); done <- struct{}{} }()
+		go func() { removeSpare(sp); done <- struct{}{} }()
 	}
 	timeout := time.NewTimer(spareClose)
 	defer timeout.Stop()

@@ -139,3 +139,60 @@ func TestSpareReplacesKeepingWhatWasThere(t *testing.T) {
 		t.Errorf("temporaries left: %v", left)
 	}
 }
+
+// TestDirectoryWithSpareGoes: a directory whose spare is ready (or being
+// opened) right after a burst of stores can be removed once its files
+// are (make clean, rm -rf right after a build), and renamed without the
+// spare moving along: the session removes its spares there first.
+func TestDirectoryWithSpareGoes(t *testing.T) {
+	e := newEnv(t)
+	b := e.dial(t, alias)
+	ctx := context.Background()
+	burst := func(dir string) {
+		t.Helper()
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"a.o", "b.o"} {
+			if err := b.Store(ctx, filepath.Join(dir, name), bytes.NewReader([]byte(name)), int64(len(name)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	root := t.TempDir()
+	gone := filepath.Join(root, "obj")
+	burst(gone) // the spare may still be opening: Rmdir waits for it
+	for _, name := range []string{"a.o", "b.o"} {
+		if err := b.Remove(ctx, filepath.Join(gone, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Rmdir(ctx, gone); err != nil {
+		t.Fatalf("rmdir of a directory whose files were removed: %v", err)
+	}
+	moved := filepath.Join(root, "src")
+	burst(moved)
+	spareIn(t, moved)
+	to := filepath.Join(root, "dst")
+	if err := b.Rename(ctx, moved, to); err != nil {
+		t.Fatal(err)
+	}
+	if left := remotetest.Temporaries(to); len(left) > 0 {
+		t.Errorf("temporaries moved along: %v", left)
+	}
+	ents, _ := os.ReadDir(to)
+	for _, e := range ents {
+		if remote.IsSpare(e.Name()) {
+			t.Errorf("the spare moved along with its directory: %s", e.Name())
+		}
+	}
+	// Stores into the renamed directory and a new one of the old name work.
+	burst(moved)
+	for _, dir := range []string{to, moved} {
+		data := []byte("after the rename")
+		if err := b.Store(ctx, filepath.Join(dir, "c.o"), bytes.NewReader(data), int64(len(data)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		remotetest.CheckIntact(t, filepath.Join(dir, "c.o"), data)
+	}
+}
