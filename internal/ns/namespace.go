@@ -71,10 +71,9 @@ func (n *Namespace) Root() Dir { return &tableDir{ns: n, prefix: ""} }
 // Resolve walks p (slash-separated, relative to the root) to a node.
 func (n *Namespace) Resolve(ctx context.Context, p string) (Node, error) {
 	var node Node = n.Root()
-	for _, name := range strings.Split(clean(p), "/") {
-		if name == "" {
-			continue
-		}
+	for rest := clean(p); rest != ""; {
+		var name string
+		name, rest, _ = strings.Cut(rest, "/")
 		d, ok := node.(Dir)
 		if !ok {
 			return nil, Errorf(syscall.ENOTDIR, "%s: not a directory", p)
@@ -87,9 +86,28 @@ func (n *Namespace) Resolve(ctx context.Context, p string) (Node, error) {
 	return node, nil
 }
 
+// clean is p cleaned (path.Clean), without leading or trailing slashes;
+// p itself, with no copy, when it is clean already (the door's names
+// nearly always are).
 func clean(p string) string {
-	p = strings.Trim(path.Clean("/"+p), "/")
-	return p
+	if isClean(p) {
+		return p
+	}
+	return strings.Trim(path.Clean("/"+p), "/")
+}
+
+// isClean says whether p is a clean relative name: no empty, "." or ".."
+// element, no leading or trailing slash ("" is clean).
+func isClean(p string) bool {
+	for rest := p; rest != ""; {
+		var elem string
+		var more bool
+		elem, rest, more = strings.Cut(rest, "/")
+		if elem == "" || elem == "." || elem == ".." || more && rest == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // tableDir is a directory synthesized from the mount table: the root, or an

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path"
 	"sort"
 	"strings"
 	"syscall"
@@ -675,4 +676,24 @@ func TestWithCaller(t *testing.T) {
 	if calls != 1 {
 		t.Errorf("computed %d times", calls)
 	}
+}
+
+// clean takes a name that is clean already as it is, and cleans any other
+// as path.Clean does.
+func TestClean(t *testing.T) {
+	for _, p := range []string{"", "a", "a/b", "net/tcp/127.0.0.1:80", "/a", "a/", "a//b", "./a", "a/.", "a/../b", "..", ".", "/", "//", "a/..b", "a/.b/c."} {
+		if got, want := clean(p), strings.Trim(path.Clean("/"+p), "/"); got != want {
+			t.Errorf("clean(%q) = %q, want %q", p, got, want)
+		}
+	}
+}
+
+func FuzzClean(f *testing.F) {
+	f.Add("net/tcp/127.0.0.1:80")
+	f.Add("a//b/./c/../")
+	f.Fuzz(func(t *testing.T, p string) {
+		if got, want := clean(p), strings.Trim(path.Clean("/"+p), "/"); got != want {
+			t.Errorf("clean(%q) = %q, want %q", p, got, want)
+		}
+	})
 }

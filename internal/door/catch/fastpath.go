@@ -74,12 +74,12 @@ func writeConnectAnswer(pid uint32, addr uint64, to unix.Sockaddr) error {
 	var a [connectAnswerMax]byte
 	n := 4 // the length alone: 0
 	if to != nil {
-		sa, err := rawSockaddr(to)
+		sn, err := putSockaddr(a[8:], to)
 		if err != nil {
 			return err
 		}
-		binary.LittleEndian.PutUint32(a[0:], uint32(len(sa)))
-		n = 8 + copy(a[8:], sa)
+		binary.LittleEndian.PutUint32(a[0:], uint32(sn))
+		n = 8 + sn
 	}
 	got, err := writeRemote(pid, addr, a[:n])
 	if err == nil && got != n {
@@ -88,24 +88,27 @@ func writeConnectAnswer(pid uint32, addr uint64, to unix.Sockaddr) error {
 	return err
 }
 
-// rawSockaddr is sa as struct sockaddr_in or sockaddr_in6.
-func rawSockaddr(sa unix.Sockaddr) ([]byte, error) {
+// putSockaddr writes sa into b as struct sockaddr_in or sockaddr_in6 and
+// returns its length.
+func putSockaddr(b []byte, sa unix.Sockaddr) (int, error) {
 	switch sa := sa.(type) {
 	case *unix.SockaddrInet4:
-		b := make([]byte, unix.SizeofSockaddrInet4)
+		b = b[:unix.SizeofSockaddrInet4]
+		clear(b)
 		binary.LittleEndian.PutUint16(b[0:], unix.AF_INET)
 		binary.BigEndian.PutUint16(b[2:], uint16(sa.Port))
 		copy(b[4:], sa.Addr[:])
-		return b, nil
+		return len(b), nil
 	case *unix.SockaddrInet6:
-		b := make([]byte, unix.SizeofSockaddrInet6)
+		b = b[:unix.SizeofSockaddrInet6]
+		clear(b)
 		binary.LittleEndian.PutUint16(b[0:], unix.AF_INET6)
 		binary.BigEndian.PutUint16(b[2:], uint16(sa.Port))
 		copy(b[8:], sa.Addr[:])
 		binary.LittleEndian.PutUint32(b[24:], sa.ZoneId)
-		return b, nil
+		return len(b), nil
 	}
-	return nil, fmt.Errorf("no connect answer for a %T", sa)
+	return 0, fmt.Errorf("no connect answer for a %T", sa)
 }
 
 // Environment of the command's programs for the fast path.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"path"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -50,7 +52,13 @@ type server struct {
 func (s *server) receive() {
 	buf := make([]uint64, (s.nsize+7)/8)
 	raw := unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), len(buf)*8)
+	served := new(notif)
+	lastYield := time.Now()
 	for {
+		if time.Since(lastYield) >= yieldEvery {
+			runtime.Gosched()
+			lastYield = time.Now()
+		}
 		clear(buf)
 		_, e := ioctl(s.fd, ioctlNotifRecv, uintptr(unsafe.Pointer(&raw[0])))
 		switch e {
@@ -73,11 +81,31 @@ func (s *server) receive() {
 			return
 		}
 		n := *(*notif)(unsafe.Pointer(&raw[0]))
-		if serve := s.handle(&n); serve != nil && !s.serveInline(n.ID, serve) {
-			return // another receiver took over meanwhile
+		if p, ok := s.handle(&n); ok {
+			// n stays on the stack for the calls answered at once
+			// (the hot path); a served one is copied to the
+			// receiver's own notif, which no call keeps.
+			*served = n
+			if !s.serveInline(served, p) {
+				return // another receiver took over meanwhile
+			}
 		}
 	}
 }
+
+// yieldEvery is how often a receiver lets Go's scheduler run it anew. A
+// receiver never waits in Go, only in the kernel, so to the scheduler it
+// is one goroutine running without end; once it has run for 10 ms on one
+// time slice, Go's system monitor counts it as running too long even while
+// it waits in a system call: it takes its P away, waking another thread to
+// hold it, signals its thread, and then polls every 20 µs for a
+// millisecond or more (on connect+close under wirefs run that was 0.37
+// wake-ups of the monitor per connection and 7 % of the supervisor's CPU,
+// and the receiver moved between threads). A yield (runtime.Gosched)
+// starts a new time slice; it costs 55 ns, but may wake an idle thread to
+// look for work, so it is made only as often as needed to stay under the
+// 10 ms.
+const yieldEvery = 5 * time.Millisecond
 
 // listenerHungUp reports whether no process is left that could trap (the
 // kernel then reports POLLHUP on the listener).
@@ -203,22 +231,21 @@ func (s *server) warn(key, msg string, args ...any) {
 	}
 }
 
-// handle answers one notification if it can at once, or returns the
-// function that serves it (a name in the namespace) with a context that
-// ends when the notification stops standing.
-func (s *server) handle(n *notif) (serve func(ctx context.Context)) {
+// handle answers one notification if it can at once, or says how to serve
+// it (a name in the namespace; pending.serve).
+func (s *server) handle(n *notif) (p pending, serve bool) {
 	c, ok := trappedCall(int(n.Nr))
 	if !ok {
 		s.cont(n.ID)
-		return nil
+		return pending{}, false
 	}
 	if c.kind == kPace {
 		s.pace(n)
-		return nil
+		return pending{}, false
 	}
 	if c.kind == kGetcwd {
 		s.getcwd(n)
-		return nil
+		return pending{}, false
 	}
 	w := s.locate(n, c.dirfd, c.path)
 	var w2 where
@@ -235,17 +262,28 @@ func (s *server) handle(n *notif) (serve func(ctx context.Context)) {
 	case routeRefuse:
 		s.refuse(n, c, r.errno)
 	case routeTwo:
-		m := *n // a copy: n stays on the receiver's stack on the hot path
-		return func(context.Context) {
-			if s.valid(m.ID) {
-				s.two(&m, c, w, w2)
-			}
-		}
+		return pending{two: true, c: c, w: w, w2: w2}, true
 	case routeServe:
-		m := *n
-		return func(ctx context.Context) { s.serve(ctx, &m, c, w) }
+		return pending{c: c, w: w}, true
 	}
-	return nil
+	return pending{}, false
+}
+
+// pending is a namespace call that handle leaves to be served.
+type pending struct {
+	two   bool // a rename or link with both names in the namespace
+	c     call
+	w, w2 where
+}
+
+// serve serves the call p of notification n; ctx ends when the
+// notification stops standing.
+func (p pending) serve(ctx context.Context, s *server, n *notif) {
+	if !p.two {
+		s.serve(ctx, n, p.c, p.w)
+	} else if s.valid(n.ID) {
+		s.two(n, p.c, p.w, p.w2)
+	}
 }
 
 // routeAction is what handle does with a trapped call.

@@ -39,11 +39,12 @@ const (
 	watchdogIdle = 50 * time.Millisecond
 )
 
-// serveInline serves a namespace call of notification id on the receiving
-// goroutine and reports whether that goroutine is still the receiver.
-func (s *server) serveInline(id uint64, serve func(ctx context.Context)) bool {
+// serveInline serves the namespace call p of notification n on the
+// receiving goroutine and reports whether that goroutine is still the
+// receiver.
+func (s *server) serveInline(n *notif, p pending) bool {
 	ctx, cancel := context.WithCancel(s.ctx)
-	c := &serving{id: id, cancel: cancel}
+	c := &serving{id: n.ID, cancel: cancel}
 	s.busyMu.Lock()
 	if s.busy == nil {
 		s.busy = map[*serving]struct{}{}
@@ -55,7 +56,7 @@ func (s *server) serveInline(id uint64, serve func(ctx context.Context)) bool {
 	if start {
 		go s.watchdog()
 	}
-	serve(ctx)
+	p.serve(ctx, s, n)
 	cancel()
 	s.busyMu.Lock()
 	delete(s.busy, c)

@@ -132,7 +132,10 @@ func socketForOpener(remote, local netip.AddrPort, timeout time.Duration) (*os.F
 		unix.Close(fd)
 		return nil, nil, dialOpError(remote, local, os.NewSyscallError("setsockopt", err))
 	}
-	return os.NewFile(uintptr(fd), "tcp:"+remote.String()), to, nil
+	// Not named after remote as connectTCP's are: the file only carries
+	// the socket to the opener, and formatting the address cost an
+	// allocation per connection.
+	return os.NewFile(uintptr(fd), "tcp"), to, nil
 }
 
 // openerBounds says whether TCP_USER_TIMEOUT bounds a connect as timeout
