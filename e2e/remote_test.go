@@ -237,6 +237,62 @@ func TestFTPServerLimitsLogins(t *testing.T) {
 // the directories wirefs itself made or filled (a listing of the parent
 // per mkdir and per stat of "." after a file was stored in it cost two
 // and a half round trips each).
+// TestSFTPCopyTreeInAndOut: cp -r of a tree into an sftp mount (whose
+// small stores take temporaries opened ahead), the server's copy equal to
+// the source, no temporary left; then rm -rf and mv of directories right
+// after a burst of stores into them (make clean; the temporary opened
+// ahead must not make rmdir fail, nor move along).
+func TestSFTPCopyTreeInAndOut(t *testing.T) {
+	needFUSE(t)
+	s := testsrv.StartSSHD(t)
+	root := t.TempDir()
+	src := filepath.Join(t.TempDir(), "proj")
+	for d := range 3 {
+		for f := range 6 {
+			p := filepath.Join(src, "d"+strconv.Itoa(d), "f"+strconv.Itoa(f)+".c")
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			if err := os.WriteFile(p, []byte(strings.Repeat("int x;\n", d*10+f)), 0o640); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	m := remoteMount(t, sshHome(t, s, true))
+	dir := "sftp/testhost" + root
+	mustOK(t, "cp -r, then the copy's files through the mount", bash(t, m, 60*time.Second, `set -e
+		cp -r "$2" "$M/$1/proj"
+		diff -r "$2" "$M/$1/proj"
+		cp -r "$2" "$M/$1/again"
+		rm -rf "$M/$1/again"
+		cp -r "$2/d0" "$M/$1/obj"
+		mv "$M/$1/obj" "$M/$1/moved"
+		ls -A "$M/$1/moved" | wc -l`, dir, src))
+	// The temporaries opened ahead for the next store go soon after the
+	// last one (within 2 s); the copy is there at once.
+	spares := func() bool {
+		r := bash(t, m, 10*time.Second, `find "$1" -name '.wirefs-spare-*' | grep -q .`, root)
+		return r.Code == 0
+	}
+	if !waitFor(10*time.Second, func() bool { return !spares() }) {
+		t.Errorf("temporaries opened ahead are still on the server 10 s after the copy")
+	}
+	mustOK(t, "the server's copy", bash(t, m, 30*time.Second, `diff -r "$1" "$2"`, src, filepath.Join(root, "proj")))
+	for _, gone := range []string{"again", "obj"} {
+		if _, err := os.Stat(filepath.Join(root, gone)); !os.IsNotExist(err) {
+			t.Errorf("%s is still on the server: %v", gone, err)
+		}
+	}
+	for _, d := range []string{"proj/d0", "proj/d1", "proj/d2", "moved"} {
+		ents, _ := os.ReadDir(filepath.Join(root, d))
+		for _, e := range ents {
+			if strings.Contains(e.Name(), ".wirefs-") {
+				if fi, err := e.Info(); err == nil && (fi.Size() > 0 || d == "moved") {
+					t.Errorf("left on the server in %s: %s (%d bytes)", d, e.Name(), fi.Size())
+				}
+			}
+		}
+	}
+}
+
 func TestFTPCopyTreeIn(t *testing.T) {
 	needFUSE(t)
 	root := t.TempDir()

@@ -25,16 +25,24 @@ import (
 // A spare is an empty file named .wirefs-spare-XXXXXXXX (remote.SpareName;
 // listings leave it out), opened for the next small store in a directory
 // once two came there within spareBurst of each other, and removed when
-// no store took it within spareIdle, before the directory is removed or
+// no store took it within three times the time between the last two
+// (at least spareIdleMin, at most spareIdleMax: it is visible on the
+// server meanwhile, to diff -r there), before the directory is removed or
 // renamed through this session (rm -rf right after a build), or when the
 // session closes. A daemon that is killed leaves its spares behind, empty;
 // another client that removes the directory meanwhile finds it not empty.
 const (
 	spareBurst = time.Second
-	spareIdle  = 2 * time.Second
 	// spareClose bounds the removal of the spares when the session
 	// closes (a server that stopped answering).
 	spareClose = 2 * time.Second
+)
+
+// Bounds of how long an unused spare is kept (variables: tests that take
+// spares on a loaded machine lengthen the shortest).
+var (
+	spareIdleMin = 100 * time.Millisecond
+	spareIdleMax = 2 * time.Second
 )
 
 // spare is a temporary opened ahead on connection c.
@@ -42,7 +50,7 @@ type spare struct {
 	c     *conn
 	name  string
 	f     *sftp.File
-	timer *time.Timer // removes it after spareIdle
+	timer *time.Timer // removes it when unused
 }
 
 // spares are a session's temporaries opened ahead, one per directory.
@@ -73,7 +81,8 @@ func (b *backend) takeSpare(c *conn, dir string) *spare {
 			sp = nil
 		}
 	}
-	burst := now.Sub(s.last[dir]) < spareBurst
+	gap := now.Sub(s.last[dir])
+	burst := gap < spareBurst
 	for d, at := range s.last {
 		if now.Sub(at) >= spareBurst {
 			delete(s.last, d)
@@ -83,17 +92,19 @@ func (b *backend) takeSpare(c *conn, dir string) *spare {
 	if (sp != nil || burst) && s.opening[dir] == nil {
 		done := make(chan struct{})
 		s.opening[dir] = done
-		if !c.background(func() { b.openSpare(c, dir, done) }) {
+		idle := min(max(3*gap, spareIdleMin), spareIdleMax)
+		if !c.background(func() { b.openSpare(c, dir, idle, done) }) {
 			delete(s.opening, dir)
 		}
 	}
 	return sp
 }
 
-// openSpare opens a spare in dir on c, then closes done. A directory where
+// openSpare opens a spare in dir on c, removed when unused for idle, then
+// closes done. A directory where
 // it cannot be made (no right to add files) has none: its stores open
 // their own temporaries, and say why they cannot.
-func (b *backend) openSpare(c *conn, dir string, done chan struct{}) {
+func (b *backend) openSpare(c *conn, dir string, idle time.Duration, done chan struct{}) {
 	name := remote.SpareName(dir)
 	f, err := c.sftp.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
 	s := &b.spares
@@ -111,7 +122,7 @@ func (b *backend) openSpare(c *conn, dir string, done chan struct{}) {
 		b.dropSpare(sp) // the session closed, or the directory went, meanwhile
 		return
 	}
-	sp.timer = time.AfterFunc(spareIdle, func() {
+	sp.timer = time.AfterFunc(idle, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.ready[dir] == sp {

@@ -34,6 +34,15 @@ func spareIn(t *testing.T, dir string) (name string, ino uint64) {
 	return "", 0
 }
 
+// keepSpares keeps every unused spare for a second during the test, so
+// that a store issued after the test saw a spare takes it however loaded
+// the machine is (unused ones otherwise go 100 ms after a fast burst).
+func keepSpares(t *testing.T) {
+	lo, hi := spareIdleMin, spareIdleMax
+	spareIdleMin, spareIdleMax = time.Second, time.Second
+	t.Cleanup(func() { spareIdleMin, spareIdleMax = lo, hi })
+}
+
 func inode(t *testing.T, p string) uint64 {
 	t.Helper()
 	fi, err := os.Stat(p)
@@ -47,9 +56,10 @@ func inode(t *testing.T, p string) uint64 {
 // directory get their temporaries opened ahead: the third store's file
 // is the spare opened after the second (the same inode), renamed into
 // place, whole, with the mode asked. Listings leave spares out, an
-// unused spare is removed after spareIdle, and none is left after the
+// unused spare is removed once idle, and none is left after the
 // session closes.
 func TestStoresTakeSpares(t *testing.T) {
+	keepSpares(t)
 	e := newEnv(t)
 	b := e.dial(t, alias)
 	dir := t.TempDir()
@@ -79,14 +89,14 @@ func TestStoresTakeSpares(t *testing.T) {
 	if fi, _ := os.Stat(filepath.Join(dir, "three.o")); fi.Mode().Perm() != 0o640 {
 		t.Errorf("three.o has mode %v, want 0640", fi.Mode())
 	}
-	// The next spare, untaken, goes after spareIdle.
+	// The next spare, untaken, goes once idle.
 	next, _ := spareIn(t, dir)
-	for deadline := time.Now().Add(spareIdle + 10*time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(spareIdleMax + 10*time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Stat(filepath.Join(dir, next)); os.IsNotExist(err) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the unused spare %s is still there after %v", next, spareIdle)
+			t.Fatalf("the unused spare %s is still there after %v", next, spareIdleMax)
 		}
 	}
 	// A spare opened at the session's close is removed with it.
@@ -107,6 +117,7 @@ func TestStoresTakeSpares(t *testing.T) {
 // keeps its mode, and a directory at the name fails the store (EISDIR)
 // without a temporary left.
 func TestSpareReplacesKeepingWhatWasThere(t *testing.T) {
+	keepSpares(t)
 	e := newEnv(t)
 	b := e.dial(t, alias)
 	dir := t.TempDir()
@@ -145,6 +156,7 @@ func TestSpareReplacesKeepingWhatWasThere(t *testing.T) {
 // are (make clean, rm -rf right after a build), and renamed without the
 // spare moving along: the session removes its spares there first.
 func TestDirectoryWithSpareGoes(t *testing.T) {
+	keepSpares(t)
 	e := newEnv(t)
 	b := e.dial(t, alias)
 	ctx := context.Background()
