@@ -252,7 +252,15 @@ except OSError as e:
 		for i := range 20 {
 			cats = append(cats, start(t, 60*time.Second, "", nil, "cat", m.P(fmt.Sprintf("slow/n%d", i))))
 		}
-		awaitSlow(t, p)
+		awaitSlow(t, p, func() string {
+			var b strings.Builder
+			for i, c := range cats {
+				if c.exited() {
+					fmt.Fprintf(&b, "cat slow/n%d: %v, stderr %q\n", i, c.err, c.errb.String())
+				}
+			}
+			return b.String()
+		})
 		mustOK(t, "listing while 20 portals wait", run(t, 5*time.Second, "", "ls", m.P("tcp/")))
 		releaseSlow(t, p, func() []string {
 			var outs []string
@@ -280,11 +288,13 @@ for i in $(seq 50); do exec 3<>"$M/cat"; exec 3<&-; done`))
 
 // awaitSlow waits until the 20 slow portals' programs all hold the FIFO
 // open, waiting for its writer: 20 opens that returned while their
-// programs block.
-func awaitSlow(t *testing.T, p *portals) {
+// programs block. When they do not, it says where each opener and
+// program waits, and ended which openers have ended already, and how.
+func awaitSlow(t *testing.T, p *portals, ended func() string) {
 	t.Helper()
 	if !waitFor(20*time.Second, func() bool { return len(holders(p.fifo)) == 20 }) {
-		t.Fatalf("%d of 20 programs wait on the FIFO; where the openers wait:\n%s", len(holders(p.fifo)), whereWaiting("slow/n"))
+		t.Fatalf("%d of 20 programs wait on the FIFO; openers that ended:\n%s\nwhere the openers wait:\n%s\nwhere the programs wait:\n%s",
+			len(holders(p.fifo)), ended(), whereWaiting("slow/n"), whereWaiting(p.fifo))
 	}
 }
 
@@ -497,7 +507,12 @@ for i in $(seq 0 19); do cat /net/slow/n$i > "$1/out$i" & done
 read x < "$2"
 ls /net/tcp/ && touch "$3"
 wait`, "bash", p.dir, goOn, listed)
-		awaitSlow(t, p)
+		awaitSlow(t, p, func() string {
+			if c.exited() {
+				return fmt.Sprintf("wirefs run: %v, stdout %q, stderr %q", c.err, c.out.String(), c.errb.String())
+			}
+			return ""
+		})
 		if err := os.WriteFile(goOn, []byte("go\n"), 0); err != nil {
 			t.Fatal(err)
 		}
