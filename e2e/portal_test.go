@@ -99,6 +99,7 @@ portal echo/    exec  printf %%%%s %%s
 portal id       exec  sh -c 'id -u; id -g'
 portal jump/    exec  ssh -F %[2]s -W %%s bastion   # ProxyCommand as a file
 portal idle     exec  sleep 7777
+portal fds      exec  ls -l /proc/self/fd
 portal slow/    exec  sh -c 'cat "$1" >/dev/null; printf %%%%s "$2"' sh %[3]s %%s
 portal db       tcp   127.0.0.1:%[4]d
 portal refused  tcp   127.0.0.1:%[5]d
@@ -143,6 +144,16 @@ os.close(fd)
 		}
 		if _, err := os.Stat(filepath.Join("/", "x")); err == nil {
 			t.Error("a name ran as a command")
+		}
+	})
+
+	// The daemon's /dev/fuse is not the program's to read: with it, a
+	// program run as the opener could take other users' requests and
+	// answer them.
+	t.Run("programs get no descriptor of the mount", func(t *testing.T) {
+		r := mustOK(t, "fds", run(t, 10*time.Second, "", "cat", m.P("fds")))
+		if strings.Contains(r.Stdout, "/dev/fuse") {
+			t.Errorf("a portal program holds the daemon's FUSE connection:\n%s", r.Stdout)
 		}
 	})
 

@@ -11,7 +11,7 @@ cd "$(dirname "$0")"
 case ${1:-} in
 go-fuse)
 	module=github.com/hanwen/go-fuse/v2
-	patches="go-fuse-poll.patch go-fuse-nonblock.patch go-fuse-datareply.patch" ;;
+	patches="go-fuse-poll.patch go-fuse-nonblock.patch go-fuse-datareply.patch go-fuse-cloexec.patch" ;;
 pkg-sftp)
 	module=github.com/pkg/sftp
 	patches="pkg-sftp-startwrite.patch" ;;

@@ -46,7 +46,10 @@ func mountDirect(mountPoint string, opts *MountOptions, ready chan<- error) (fd 
 		return
 	}
 
-	fd, err = syscall.Open("/dev/fuse", os.O_RDWR, 0) // use syscall.Open since we want an int fd
+	// use syscall.Open since we want an int fd; close-on-exec, as every
+	// descriptor Go opens: a program the server starts must not get the
+	// connection (it could read requests and forge answers).
+	fd, err = syscall.Open("/dev/fuse", os.O_RDWR|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return
 	}
