@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -237,11 +238,16 @@ except OSError as e:
 
 	t.Run("interrupt a blocked read", func(t *testing.T) {
 		c := start(t, 30*time.Second, "", nil, "cat", m.P("idle"))
+		// Its program runs: cat waits in its read, past its lookup and
+		// open (a Ctrl-C there leaves no program to stop).
+		var idle []int
+		if !waitFor(10*time.Second, func() bool { idle = pgrep(m.pid, "sleep 7777"); return len(idle) == 1 }) {
+			t.Fatalf("the idle portal's program does not run: %v", idle)
+		}
 		blockedInFUSE(t, c.cmd.Process.Pid)
 		ctrlC(t, c, "cat idle")
-		if !waitFor(10*time.Second, func() bool {
-			return strings.Contains(readFile(m.Log), `portal=/idle name="" pid=`) && strings.Contains(readFile(m.Log), `status="signal: terminated" stopped_at_close=true`)
-		}) {
+		stopped := fmt.Sprintf(`portal=/idle name="" pid=%d status="signal: terminated" stopped_at_close=true`, idle[0])
+		if !waitFor(10*time.Second, func() bool { return strings.Contains(readFile(m.Log), stopped) }) {
 			t.Errorf("the program was not stopped:\n%s", tail(readFile(m.Log), 2000))
 		}
 	})
@@ -490,11 +496,12 @@ echo three > f; cat f; mv f g; rm g; ls`))
 	})
 
 	t.Run("Ctrl-C", func(t *testing.T) {
+		var idle []int
 		for _, name := range []string{"idle", "stuck"} {
 			c := start(t, 60*time.Second, "", []string{"HOME=" + home}, wirefsBin, "run", "--config", p.config,
 				"--cache-dir", filepath.Join(home, "cache"), "--", "cat", "/net/"+name)
 			if name == "idle" {
-				if !waitFor(10*time.Second, func() bool { return len(pgrep("sleep 7777")) > 0 }) {
+				if !waitFor(10*time.Second, func() bool { idle = pgrep(c.cmd.Process.Pid, "sleep 7777"); return len(idle) > 0 }) {
 					t.Fatal("the idle portal's program does not run")
 				}
 			} else if !waitFor(10*time.Second, func() bool { return synSent(p.stuck) }) {
@@ -502,8 +509,9 @@ echo three > f; cat f; mv f g; rm g; ls`))
 			}
 			ctrlC(t, c, "cat "+name)
 		}
-		if !waitFor(10*time.Second, func() bool { return len(pgrep("sleep 7777")) == 0 && !synSent(p.stuck) }) {
-			t.Errorf("left running after Ctrl-C: %v, connect %v", pgrep("sleep 7777"), synSent(p.stuck))
+		running := func() []int { return slices.DeleteFunc(slices.Clone(idle), func(pid int) bool { return !alive(pid) }) }
+		if !waitFor(10*time.Second, func() bool { return len(running()) == 0 && !synSent(p.stuck) }) {
+			t.Errorf("left running after Ctrl-C: %v, connect %v", running(), synSent(p.stuck))
 		}
 	})
 
@@ -541,13 +549,34 @@ wait`, "bash", p.dir, goOn, listed)
 	})
 }
 
-// pgrep lists the pids whose command line is cmdline.
-func pgrep(cmdline string) []string {
-	var out []string
-	files, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, f := range files {
-		if b, err := os.ReadFile(f); err == nil && strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ") == cmdline {
-			out = append(out, strings.Split(f, "/")[2])
+// pgrep lists the descendants of pid whose command line is cmdline: this
+// test's programs, not those of another run of it on the machine.
+func pgrep(pid int, cmdline string) []int {
+	parent := map[int]int{}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, s := range stats {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			continue
+		}
+		// The fields after the command name: state, ppid, ...
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		p, _ := strconv.Atoi(filepath.Base(filepath.Dir(s)))
+		if len(f) > 1 {
+			parent[p], _ = strconv.Atoi(f[1])
+		}
+	}
+	var out []int
+	for p := range parent {
+		a := p
+		for a > 1 && a != pid {
+			a = parent[a]
+		}
+		if a != pid || p == pid {
+			continue
+		}
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); err == nil && strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ") == cmdline {
+			out = append(out, p)
 		}
 	}
 	return out
