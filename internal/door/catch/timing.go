@@ -99,11 +99,15 @@ func (t *timing) end(p phase, t0 time.Time) time.Time {
 		return time.Time{}
 	}
 	now := time.Now()
-	d := uint64(now.Sub(t0))
-	t.calls[p].Add(1)
-	t.ns[p].Add(d)
-	t.buckets[p][bucket(d)].Add(1)
+	t.count(p, now.Sub(t0))
 	return now
+}
+
+// count counts one call of phase p that took d.
+func (t *timing) count(p phase, d time.Duration) {
+	t.calls[p].Add(1)
+	t.ns[p].Add(uint64(d))
+	t.buckets[p][bucket(uint64(d))].Add(1)
 }
 
 // report writes one line per phase that ran: calls, total and mean.
