@@ -379,18 +379,38 @@ func synSent(port int) bool {
 	return false
 }
 
-// children are the pids whose parent is pid.
+// children are the pids whose parent is pid, each with its state.
 func children(pid int) []string {
 	var out []string
+	for p, pr := range processes() {
+		if pr.ppid == pid {
+			out = append(out, fmt.Sprintf("%d %s", p, pr.state))
+		}
+	}
+	return out
+}
+
+// proc is a process's parent and state, as /proc/PID/stat shows them.
+type proc struct {
+	ppid  int
+	state string
+}
+
+// processes reads every process's parent and state.
+func processes() map[int]proc {
+	out := map[int]proc{}
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, s := range stats {
 		b, err := os.ReadFile(s)
 		if err != nil {
 			continue
 		}
+		// The fields after the command name: state, ppid, ...
 		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			out = append(out, strings.Fields(string(b))[0]+" "+f[0])
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(s)))
+		if len(f) > 1 {
+			ppid, _ := strconv.Atoi(f[1])
+			out[pid] = proc{ppid: ppid, state: f[0]}
 		}
 	}
 	return out
@@ -552,25 +572,12 @@ wait`, "bash", p.dir, goOn, listed)
 // pgrep lists the descendants of pid whose command line is cmdline: this
 // test's programs, not those of another run of it on the machine.
 func pgrep(pid int, cmdline string) []int {
-	parent := map[int]int{}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, s := range stats {
-		b, err := os.ReadFile(s)
-		if err != nil {
-			continue
-		}
-		// The fields after the command name: state, ppid, ...
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		p, _ := strconv.Atoi(filepath.Base(filepath.Dir(s)))
-		if len(f) > 1 {
-			parent[p], _ = strconv.Atoi(f[1])
-		}
-	}
+	procs := processes()
 	var out []int
-	for p := range parent {
+	for p := range procs {
 		a := p
 		for a > 1 && a != pid {
-			a = parent[a]
+			a = procs[a].ppid
 		}
 		if a != pid || p == pid {
 			continue
