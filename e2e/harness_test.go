@@ -270,7 +270,7 @@ func (m *Mount) unmount(t *testing.T) {
 // daemon that does not exit once its connection has ended is a failure.
 func (m *Mount) daemonExits(t *testing.T) bool {
 	t.Helper()
-	if holders := mountedElsewhere(m.dev); len(holders) > 0 {
+	if holders := mountedElsewhere(m); len(holders) > 0 {
 		t.Logf("%s lives on in other mount namespaces, which keep its daemon serving; ending its FUSE connection. Processes there: %s",
 			m.Dir, strings.Join(holders, "; "))
 		conn := strings.TrimPrefix(m.dev, "0:")
@@ -281,10 +281,12 @@ func (m *Mount) daemonExits(t *testing.T) bool {
 	return waitFor(5*time.Second, func() bool { return !alive(m.pid) })
 }
 
-// mountedElsewhere names a process of each mount namespace where a mount
-// of device dev ("0:N") is still mounted (none once the file system is
-// gone everywhere, or for a dev of "").
-func mountedElsewhere(dev string) []string {
+// mountedElsewhere names a process of each mount namespace where m is
+// still mounted: a mount of its device at its path (a copy keeps both). The
+// path tells m's copies from a later file system that was given the
+// device number m's had.
+func mountedElsewhere(m *Mount) []string {
+	dev := m.dev
 	if dev == "" {
 		return nil
 	}
@@ -306,11 +308,11 @@ func mountedElsewhere(dev string) []string {
 		}
 		for _, line := range strings.Split(string(b), "\n") {
 			// ID PARENT MAJOR:MINOR ROOT MOUNTPOINT ...
-			if f := strings.Fields(line); len(f) > 4 && f[2] == dev {
+			if f := strings.Fields(line); len(f) > 4 && f[2] == dev && f[4] == m.Dir {
 				seen[ns] = true
 				cmd, _ := os.ReadFile(dir + "/cmdline")
-				out = append(out, fmt.Sprintf("%s pid %s (%s) at %s", ns, filepath.Base(dir),
-					strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " ")), f[4]))
+				out = append(out, fmt.Sprintf("%s pid %s (%s)", ns, filepath.Base(dir),
+					strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))))
 				break
 			}
 		}
