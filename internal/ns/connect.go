@@ -3,6 +3,7 @@ package ns
 import (
 	"context"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,33 +37,53 @@ func ConnectByOpener(ctx context.Context) bool {
 
 // Unconnected is a handle of a socket whose connect(2) is left to the
 // opener; only a door that asked with WithConnectByOpener gets one.
-// KernelFile is the socket (blocking, set up and bound); the opener
-// connects it to ConnectTo, and then sets its TCP_USER_TIMEOUT to 0
-// (the provider's connect timeout, which bounds the handshake, and
-// nothing after it).
+// Socket is the socket's descriptor (blocking, set up and bound), which
+// the handle owns and Close closes; KernelFile wraps it in a file, made
+// only for a door that asks (a door handing the descriptor over as it is
+// spares the os.File's making and closing, and a system call). The opener
+// connects it to ConnectTo, and then sets its TCP_USER_TIMEOUT to 0 (the
+// provider's connect timeout, which bounds the handshake, and nothing
+// after it).
 type Unconnected interface {
 	KernelObject
+	Socket() int
 	ConnectTo() unix.Sockaddr
 }
 
-// UnconnectedSocket makes f, a socket to be connected to to by the
-// opener, a handle. release, if not nil, runs at Close.
-func UnconnectedSocket(f *os.File, to unix.Sockaddr, release func()) Handle {
-	return &unconnected{f: f, to: to, release: release}
+// UnconnectedSocket makes fd, a socket to be connected to to by the
+// opener, a handle that owns it. release, if not nil, runs at Close.
+func UnconnectedSocket(fd int, to unix.Sockaddr, release func()) Handle {
+	return &unconnected{fd: fd, to: to, release: release}
 }
 
 type unconnected struct {
-	f       *os.File
+	fd      int
 	to      unix.Sockaddr
 	release func()
+	mu      sync.Mutex
+	f       *os.File // made by KernelFile
 }
 
-func (u *unconnected) KernelFile() (*os.File, error) { return u.f, nil }
-func (u *unconnected) ConnectTo() unix.Sockaddr      { return u.to }
+func (u *unconnected) Socket() int              { return u.fd }
+func (u *unconnected) ConnectTo() unix.Sockaddr { return u.to }
+
+func (u *unconnected) KernelFile() (*os.File, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.f == nil {
+		u.f = os.NewFile(uintptr(u.fd), "tcp")
+	}
+	return u.f, nil
+}
 
 func (u *unconnected) Close() error {
 	if u.release != nil {
 		u.release()
 	}
-	return u.f.Close()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.f != nil {
+		return u.f.Close()
+	}
+	return unix.Close(u.fd)
 }

@@ -2,7 +2,6 @@ package ns
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -18,28 +17,38 @@ func TestConnectByOpener(t *testing.T) {
 	}
 }
 
-// An unconnected socket's handle gives the file and the address, and
-// Close runs release and closes the file.
+// An unconnected socket's handle gives the descriptor, the address and,
+// if asked, a file of the descriptor; Close runs release and closes the
+// socket, with or without a file made.
 func TestUnconnectedSocket(t *testing.T) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := os.NewFile(uintptr(fd), "socket")
-	to := &unix.SockaddrInet4{Port: 9, Addr: [4]byte{127, 0, 0, 1}}
-	released := 0
-	h := UnconnectedSocket(f, to, func() { released++ })
-	u := h.(Unconnected)
-	if kf, err := u.KernelFile(); kf != f || err != nil {
-		t.Fatalf("KernelFile = %v, %v; want the file itself", kf, err)
-	}
-	if u.ConnectTo() != to {
-		t.Fatalf("ConnectTo = %v, want %v", u.ConnectTo(), to)
-	}
-	if err := h.Close(); err != nil || released != 1 {
-		t.Fatalf("Close: %v, release ran %d times", err, released)
-	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != unix.EBADF {
-		t.Fatalf("the socket is still open after Close (%v)", err)
+	for _, file := range []bool{false, true} {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		to := &unix.SockaddrInet4{Port: 9, Addr: [4]byte{127, 0, 0, 1}}
+		released := 0
+		h := UnconnectedSocket(fd, to, func() { released++ })
+		u := h.(Unconnected)
+		if u.Socket() != fd {
+			t.Fatalf("Socket = %d, want %d", u.Socket(), fd)
+		}
+		if file {
+			if kf, err := u.KernelFile(); err != nil || int(kf.Fd()) != fd {
+				t.Fatalf("KernelFile = %v, %v; want a file of the socket", kf, err)
+			}
+			if kf, _ := u.KernelFile(); int(kf.Fd()) != fd {
+				t.Fatal("a second KernelFile is another file")
+			}
+		}
+		if u.ConnectTo() != to {
+			t.Fatalf("ConnectTo = %v, want %v", u.ConnectTo(), to)
+		}
+		if err := h.Close(); err != nil || released != 1 {
+			t.Fatalf("Close (file %v): %v, release ran %d times", file, err, released)
+		}
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != unix.EBADF {
+			t.Fatalf("the socket is still open after Close (file %v: %v)", file, err)
+		}
 	}
 }

@@ -66,7 +66,7 @@ func (c *credSource) fromPidfd(tid uint32) (uid, gid uint32, err error, ok bool)
 			c.pidfds[tid] = fd
 		}
 		info := pidfdInfo{Mask: pidfdInfoCreds}
-		_, e := ioctl(fd, ioctlPidfdGetInfo, uintptr(unsafe.Pointer(&info)))
+		_, e := rawIoctl(fd, ioctlPidfdGetInfo, uintptr(unsafe.Pointer(&info)))
 		switch {
 		case e == 0 && info.Mask&pidfdInfoCreds != 0:
 			return info.Fsuid, info.Fsgid, nil, true

@@ -197,10 +197,12 @@ type opening struct {
 	kf    *os.File  // h's kernel file, when it gave one
 	// answerAt is where the fast-path library that made the call
 	// takes the answer of a socket it is to connect (0: not such a
-	// call; fastpath.go), and connectTo the address it connects to
-	// (nil: the descriptor is ready as it is).
+	// call; fastpath.go), connectTo the address it connects to (nil:
+	// the descriptor is ready as it is), and socket that socket
+	// (ns.Unconnected), which has no kf.
 	answerAt  uint64
 	connectTo unix.Sockaddr
+	socket    int
 }
 
 // open serves open, openat, openat2 and creat: decode, then decide and
@@ -261,7 +263,11 @@ func (s *server) openNode(o *opening, flags int) bool {
 	o.h = h
 	_, file := h.(ns.ReaderAt)
 	o.facts.handle = &handleFacts{file: file}
-	if ko, ok := h.(ns.KernelObject); ok {
+	if u, ok := h.(ns.Unconnected); ok {
+		// A new socket, handed over as it is (no os.File).
+		o.socket, o.connectTo = u.Socket(), u.ConnectTo()
+		o.facts.handle.kernel = true
+	} else if ko, ok := h.(ns.KernelObject); ok {
 		kf, err := ko.KernelFile()
 		if err != nil {
 			s.log.Debug("catch: no kernel file, serving through the door", "path", o.w.rel, "err", err)
@@ -269,9 +275,6 @@ func (s *server) openNode(o *opening, flags int) bool {
 			o.kf = kf
 			o.facts.handle.kernel = true
 		}
-	}
-	if u, ok := h.(ns.Unconnected); ok {
-		o.connectTo = u.ConnectTo()
 	}
 	return true
 }
@@ -315,8 +318,8 @@ func (s *server) injectServed(o *opening, flags int, fdFlags uint32) {
 	s.served.drop(id) // closes h unless the door took it
 }
 
-// injectKernel gives the target the kernel object o.kf, o.h's file,
-// itself.
+// injectKernel gives the target the kernel object o.kf, o.h's file, or
+// o.socket, an unconnected socket's, itself.
 func (s *server) injectKernel(o *opening, flags int, fdFlags uint32) {
 	defer s.tm.end(phInject, s.tm.start())
 	// The file shares its open file description with the daemon's
@@ -324,8 +327,9 @@ func (s *server) injectKernel(o *opening, flags int, fdFlags uint32) {
 	// asked for. Fd() also takes the file out of Go's poller. A socket
 	// the program connects is new and blocking, and the open did not
 	// ask for O_NONBLOCK.
-	fd := int(o.kf.Fd())
-	if o.connectTo == nil {
+	fd := o.socket
+	if o.kf != nil {
+		fd = int(o.kf.Fd())
 		if fl, err := fcntl(fd, syscall.F_GETFL, 0); err == nil {
 			want := fl &^ syscall.O_NONBLOCK
 			if flags&syscall.O_NONBLOCK != 0 {

@@ -84,6 +84,14 @@ func ioctl(fd int, req uintptr, arg uintptr) (uintptr, syscall.Errno) {
 	return r, e
 }
 
+// rawIoctl is ioctl for a request that never waits (at most for a lock
+// held as briefly): a raw call spares the scheduler's bookkeeping of a
+// system call, on the path of every served call.
+func rawIoctl(fd int, req uintptr, arg uintptr) (uintptr, syscall.Errno) {
+	r, _, e := syscall.RawSyscall(syscall.SYS_IOCTL, uintptr(fd), req, arg)
+	return r, e
+}
+
 // notifSizes returns the kernel's size of struct seccomp_notif.
 func notifSizes() (int, error) {
 	var sz [3]uint16

@@ -148,7 +148,7 @@ func (s *server) send(r *notifResp) {
 // died or been interrupted): after reading its memory, before acting.
 func (s *server) valid(id uint64) bool {
 	for {
-		_, e := ioctl(s.fd, ioctlNotifIDValid, uintptr(unsafe.Pointer(&id)))
+		_, e := rawIoctl(s.fd, ioctlNotifIDValid, uintptr(unsafe.Pointer(&id)))
 		// EINTR: a signal (Go's preemption, SIGURG) came while the
 		// kernel waited for the filter's lock, which is contended
 		// under load. Taken for "no longer valid", it cancelled a

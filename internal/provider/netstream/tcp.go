@@ -55,11 +55,11 @@ func (p *Provider) dialTCP(ctx context.Context, name string, n Name, c ns.Caller
 		}
 	}
 	if len(remotes) == 1 && ns.ConnectByOpener(ctx) && openerBounds(p.ConnectTimeout) {
-		f, to, err := socketForOpener(remotes[0], local, p.ConnectTimeout)
+		fd, to, err := socketForOpener(remotes[0], local, p.ConnectTimeout)
 		if err != nil {
 			return nil, dialError("tcp", name, err)
 		}
-		return ns.UnconnectedSocket(f, to, p.track("tcp", name, c)), nil
+		return ns.UnconnectedSocket(fd, to, p.track("tcp", name, c)), nil
 	}
 	var lastErr error
 	for _, r := range remotes {
@@ -123,19 +123,16 @@ func socketTCP(remote, local netip.AddrPort) (int, unix.Sockaddr, error) {
 // clears once connected. A signal to the opener is then the kernel's
 // affair, as for any connect(2): a handler with SA_RESTART resumes the
 // wait, one without makes the open fail with EINTR.
-func socketForOpener(remote, local netip.AddrPort, timeout time.Duration) (*os.File, unix.Sockaddr, error) {
+func socketForOpener(remote, local netip.AddrPort, timeout time.Duration) (int, unix.Sockaddr, error) {
 	fd, to, err := socketTCP(remote, local)
 	if err != nil {
-		return nil, nil, dialOpError(remote, local, err)
+		return -1, nil, dialOpError(remote, local, err)
 	}
 	if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(timeout.Milliseconds())); err != nil {
 		unix.Close(fd)
-		return nil, nil, dialOpError(remote, local, os.NewSyscallError("setsockopt", err))
+		return -1, nil, dialOpError(remote, local, os.NewSyscallError("setsockopt", err))
 	}
-	// Not named after remote as connectTCP's are: the file only carries
-	// the socket to the opener, and formatting the address cost an
-	// allocation per connection.
-	return os.NewFile(uintptr(fd), "tcp"), to, nil
+	return fd, to, nil
 }
 
 // openerBounds says whether TCP_USER_TIMEOUT bounds a connect as timeout
