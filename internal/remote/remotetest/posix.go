@@ -71,6 +71,7 @@ func POSIX(t *testing.T, s Server) {
 		{"Patch", patches},
 		{"Errnos", errnos},
 		{"FullAndReadOnlyFS", fullAndReadOnlyFS},
+		{"StoreThroughTemporary", storeThroughTemporary},
 		{"CancelAndLeaks", cancelAndLeaks},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, s) })
@@ -491,6 +492,38 @@ func fullAndReadOnlyFS(t *testing.T, s Server) {
 	// A rename between two file systems.
 	wantErrno(t, "rename across file systems", b.Rename(ctx, full+"/f", s.Dir(t)+"/f"), syscall.EXDEV)
 	wantErrno(t, "link across file systems", b.Link(ctx, full+"/f", s.Dir(t)+"/f"), syscall.EXDEV)
+}
+
+// storeThroughTemporary: a whole-file store never leaves part of the data
+// under the name: one that fills the disk fails with ENOSPC and leaves
+// the old file whole and no temporary; one that fits replaces the file,
+// which keeps its mode; one over a directory fails with EISDIR.
+func storeThroughTemporary(t *testing.T, s Server) {
+	b := s.dial(t)
+	ctx := context.Background()
+	dir := mountTmpfs(t, s, "size=1m")
+	defer b.Close() // before the unmount: a session may hold a file open there (SFTP's spares)
+	p := dir + "/f"
+	old := bytes.Repeat([]byte("old "), 25<<10) // 100 KiB
+	if err := os.WriteFile(p, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, 2<<20)
+	wantErrno(t, "store 2 MiB into 1 MiB", b.Store(ctx, p, bytes.NewReader(big), int64(len(big)), 0o644), syscall.ENOSPC)
+	CheckIntact(t, p, old)
+	small := bytes.Repeat([]byte("new "), 10<<10)
+	if err := b.Store(ctx, p, bytes.NewReader(small), int64(len(small)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	CheckIntact(t, p, small)
+	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the replaced file: %v, %v; want its own mode 0600", fi.Mode(), err)
+	}
+	if err := os.Mkdir(dir+"/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wantErrno(t, "store over a directory", b.Store(ctx, dir+"/d", strings.NewReader("x"), 1, 0o644), syscall.EISDIR)
+	CheckIntact(t, p, small)
 }
 
 func cancelAndLeaks(t *testing.T, s Server) {
