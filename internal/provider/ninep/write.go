@@ -135,13 +135,20 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 		}, nil)
 	}
 	if err != nil {
-		// Bounded like every call; a stalled server leaves the
-		// temporary (the log says where), and the error is what matters.
-		session.On(ctx, b.s, t.s, "store", p, func() (struct{}, error) {
+		// The temporary goes before Store returns, unless the caller
+		// gave up: then behind its back (a stalled server leaves it,
+		// and the log says where; the connection's watchdog bounds it).
+		dropped := make(chan struct{})
+		if b.s.Go(func() {
+			defer close(dropped)
 			b.dropTemp(t.f, t.dir, t.tmp)
-			return struct{}{}, nil
-		}, nil)
-		b.s.Go(func() { t.dir.Close() })
+			t.dir.Close()
+		}) {
+			select {
+			case <-dropped:
+			case <-ctx.Done():
+			}
+		}
 		return err
 	}
 	b.s.Go(func() { release(t) }) // nothing waits for the clunks
