@@ -48,11 +48,13 @@ const (
 // second copy of the trampoline, at trampAddr + 32, which the filter
 // traps as any other call: from there, the open's fifth and sixth
 // arguments (which openat ignores) are the address of the library's
-// connect answer and connectMagic. The supervisor writes the answer
-// before it hands over a descriptor: the address of a socket that the
-// library is to connect in the program's thread (ns.Unconnected), or
-// none. The answer is fastpath.c's struct connect_answer: a u32 length
-// of the address (0: none), a u32 of zeros, then the struct sockaddr.
+// connect answer and connectMagic. The library makes the answer "none"
+// (a length of 0) before the open; the supervisor, before it hands over a
+// descriptor, writes there the address of a socket that the library is
+// to connect in the program's thread (ns.Unconnected), and nothing for a
+// descriptor that is ready as it is. The answer is fastpath.c's struct
+// connect_answer: a u32 length of the address (0: none), a u32 of zeros,
+// then the struct sockaddr.
 const (
 	trampConnectIP   = trampAddr + 32 + 25
 	connectMagic     = 0x77666361_6e737772 // "wfcanswr"
@@ -68,19 +70,15 @@ func connectAnswerAt(n *notif) uint64 {
 	return n.Args[4]
 }
 
-// writeConnectAnswer writes the connect answer at addr in process pid:
-// to, or no address when to is nil.
+// writeConnectAnswer writes the connect answer to at addr in process pid.
 func writeConnectAnswer(pid uint32, addr uint64, to unix.Sockaddr) error {
 	var a [connectAnswerMax]byte
-	n := 4 // the length alone: 0
-	if to != nil {
-		sn, err := putSockaddr(a[8:], to)
-		if err != nil {
-			return err
-		}
-		binary.LittleEndian.PutUint32(a[0:], uint32(sn))
-		n = 8 + sn
+	sn, err := putSockaddr(a[8:], to)
+	if err != nil {
+		return err
 	}
+	binary.LittleEndian.PutUint32(a[0:], uint32(sn))
+	n := 8 + sn
 	got, err := writeRemote(pid, addr, a[:n])
 	if err == nil && got != n {
 		err = syscall.EFAULT

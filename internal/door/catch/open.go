@@ -387,13 +387,15 @@ func (s *server) injectPath(o *opening, name string, flags int, mode uint32, fdF
 
 // addfd installs fd in the target and answers the call with the new
 // number, in one step (SECCOMP_ADDFD_FLAG_SEND), after telling the
-// fast-path library whether to connect it.
+// fast-path library where to connect it, when it is to (ns.Unconnected).
 func (s *server) addfd(o *opening, fd int, fdFlags uint32) {
 	n, c, w := o.n, o.c, o.w
-	if o.answerAt != 0 {
-		// The write goes to the process the notification names: it
-		// must still be waiting (its pid not yet another's), which
-		// the open since the first check may have outlasted.
+	if o.answerAt != 0 && o.connectTo != nil {
+		// The library's answer says "none" until written (a stored
+		// file, a served stream: nothing to write). The write goes
+		// to the process the notification names: it must still be
+		// waiting (its pid not yet another's), which the open since
+		// the first check may have outlasted.
 		if !s.valid(n.ID) {
 			return
 		}

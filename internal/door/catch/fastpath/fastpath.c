@@ -63,11 +63,11 @@ static tramp_fn tramp; // NULL: no fast path
 #define TRAMP_CAUGHT 32
 static tramp_fn tramp_caught;
 
-// connect_answer is what the supervisor writes before it hands over a
-// descriptor for an open made through tramp_caught: addrlen 0 when the
-// descriptor is ready as it is, else the address to connect the socket
-// to (it is new, blocking, set up and bound by the daemon, its connect
-// timeout its TCP_USER_TIMEOUT).
+// connect_answer is the answer to an open made through tramp_caught:
+// addrlen 0 (as the library sets it before the open, and the supervisor
+// leaves it) when the descriptor is ready as it is, else the address the
+// supervisor wrote, to connect the socket to (it is new, blocking, set up
+// and bound by the daemon, its connect timeout its TCP_USER_TIMEOUT).
 struct connect_answer {
 	uint32_t addrlen;
 	uint32_t zero;
