@@ -32,8 +32,12 @@ const (
 	defaultConnectTimeout = 15 * time.Second
 	defaultTimeout        = 30 * time.Second
 	// idleConnsPerHost keeps enough connections alive for the cache's
-	// parallel reads and read-ahead to each find one.
-	idleConnsPerHost = 16
+	// parallel reads, read-ahead and prefetch (32 background requests
+	// by default) and a program's requests besides to each find one: a
+	// connection closed for want of an idle slot is dialed again by a
+	// later request, a round trip (at 16, every burst of 33 requests
+	// dialed 17 connections anew).
+	idleConnsPerHost = 64
 	maxRedirects     = 10
 	maxListing       = 64 << 20 // bytes of HTML; a sane listing is far smaller
 )

@@ -350,6 +350,36 @@ func TestConnectionReuse(t *testing.T) {
 	}
 }
 
+// TestConnectionsKeptForPrefetch: the connections of a burst as wide as
+// the cache's prefetch (32 background requests) and a program's request
+// stay alive: the next burst dials none (each dial is a round trip).
+func TestConnectionsKeptForPrefetch(t *testing.T) {
+	const burst = 32 + 1
+	addr, conns := countingServer(t, tree(t))
+	b := dial(t, addr, remote.Options{})
+	ctx := context.Background()
+	for round := range 2 {
+		// every reader holds its connection until it is read to the end
+		var readers []io.ReadCloser
+		for range burst {
+			r, err := b.ReadRange(ctx, "/big.bin", 0, 4096)
+			if err != nil {
+				t.Fatal(err)
+			}
+			readers = append(readers, r)
+		}
+		for _, r := range readers {
+			if _, err := io.Copy(io.Discard, r); err != nil {
+				t.Fatal(err)
+			}
+			r.Close()
+		}
+		if n := conns.Load(); n != burst {
+			t.Fatalf("round %d: %d connections for bursts of %d requests, want %d", round, n, burst, burst)
+		}
+	}
+}
+
 // stalledServer accepts connections and answers each with prefix (maybe
 // nothing), then sends nothing more until the test ends.
 func stalledServer(t *testing.T, prefix string) string {
