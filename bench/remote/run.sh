@@ -13,7 +13,7 @@
 #   BENCH_PROTOS="sftp ftp http 9p"  only some protocols (quick "sftp http")
 #   BENCH_SYSTEMS="wirefs sshfs rclone httpdirfs local base"  only some
 #                      systems (each protocol runs those of its peers)
-#   BENCH_OPS="lsR grep big small write andrew"  only some rows
+#   BENCH_OPS="lsR grep big small write andrew fgstat"  only some rows
 #   BENCH_BASE=REV     also measure wirefs as committed at REV at 0 ms
 #                      (column "base"; git archive + build): the same run
 #                      says whether a row got slower
@@ -36,6 +36,18 @@
 # directories, 1000 files, to local disk), write of 64 MiB (not http), and
 # an Andrew-like build (copy a C project in, find -ls, read all, make -j2;
 # on read-only http the build goes to local disk).
+# fgstat: the latency of a foreground stat while prefetch runs (issue 13:
+# "a foreground read always jumps ahead of prefetch traffic"): on a
+# fresh mount, FG_N stats of files nobody has looked at, one after
+# another, each timed alone; once on an idle mount, once on a mount where
+# a cold grep -r of the tree runs (started first, the stats begin when it
+# has read its second file: wirefs's prefetch is running then). The files
+# are fgstat/fgsNN/f.txt, one per directory, outside the tree: the grep
+# never lists them and no listing shows them (rclone and httpdirfs look a
+# name up by listing its directory). The directories are looked up,
+# untimed, before. The server's log says whether each stat reached it (a
+# stat the cache answered is no measurement). wirefs also without
+# prefetch (wirefs-nopf: -o prefetch_requests=0), the reference.
 #
 # Cells are seconds (lower is better); "peer/wirefs" > 1 means wirefs is
 # faster. Before the clock starts, every system has logged in (an untimed
@@ -85,7 +97,7 @@ if [ "$QUICK" = 1 ]; then
 	OPS=${BENCH_OPS:-lsR grep big}; COST=${BENCH_COST:-0}
 else
 	RUNS=${BENCH_RUNS:-3}; RTTS=${BENCH_RTTS:-0 10 50}; PROTOS=${BENCH_PROTOS:-sftp ftp http 9p}
-	OPS=${BENCH_OPS:-lsR grep big small write andrew}; COST=${BENCH_COST:-1}
+	OPS=${BENCH_OPS:-lsR grep big small write andrew fgstat}; COST=${BENCH_COST:-1}
 fi
 TMO=${BENCH_TIMEOUT:-30}
 SYSTEMS=${BENCH_SYSTEMS:-wirefs sshfs rclone httpdirfs local base}
@@ -99,6 +111,7 @@ for r in $RTTS; do [ "$r" != 0 ] && { COST_RTT=$r; break; }; done
 [ -n "$COST_RTT" ] || COST=0
 BIG_MB=64
 NDIRS=40 NFILES=100 # the tree: NDIRS x NFILES files of 1-8 KiB, plus nested levels
+FG_N=20             # fgstat: stats per mount, one file in each of FG_N directories
 PASV_N=256          # passive FTP data ports of each delayed vsftpd: a listener per session (wirefs connects ahead), vsftpd tries 10 random ports before it ends a session
 
 mkdir -p "$OUT"
@@ -200,6 +213,11 @@ if [ ! -e "$SRV/.complete-$NDIRS-$NFILES-$BIG_MB" ]; then
 	done
 	touch "$SRV/.complete-$NDIRS-$NFILES-$BIG_MB"
 fi
+# fgstat's files, outside the tree (kept between runs too)
+for ((i = 0; i < FG_N; i++)); do
+	f=$(printf '%s/fgstat/fgs%02d/f.txt' "$SRV" $i)
+	[ -e "$f" ] || { mkdir -p "${f%/*}"; echo "fgstat $i" >"$f"; }
+done
 # SRC: where the sources are (the build may run in another directory,
 # e.g. a local one for a read-only http tree)
 printf '%s\n' 'SRC ?= .' 'vpath %.c $(SRC)' 'vpath %.h $(SRC)' \
@@ -573,11 +591,114 @@ export BIG_MB SRV COPY_OUT
 # has logged in before the clock starts (sshfs does at mount; wirefs and
 # rclone at first use): cold rows measure an empty cache, not the login
 connect() { timeout -k 5 "$TMO" stat "$BASE" >/dev/null 2>>"$RUN/errors.log" || true; }
+# ---- fgstat: foreground stat latency, idle and during a prefetch ----
+FGSTAT=$OUT/fgstat.tsv
+: >"$FGSTAT"
+# fg_log PROTO RTT: the server's log that names every path it is asked
+# about (sftp-server -l VERBOSE: lstat, stat, opendir; nginx: every
+# request; vsftpd: every command); none for diod
+fg_log() {
+	case $1 in
+	sftp) echo "$RUN/sftp-server.log" ;;
+	http) echo "$RUN/nginx/access.log" ;;
+	ftp) echo "$RUN/vsftpd$2.log" ;;
+	*) echo "" ;;
+	esac
+}
+# fg_times PATH...: the milliseconds each stat takes, one after another
+# (one process: no fork or exec in the clock), "fail" for one that failed
+fg_times() {
+	/usr/bin/python3 -c '
+import os, sys, time
+for p in sys.argv[1:]:
+    t = time.perf_counter()
+    try:
+        os.stat(p)
+        print("%.3f" % ((time.perf_counter() - t) * 1000))
+    except OSError:
+        print("fail")
+' "$@"
+}
+# fgstat_phase RTT PROTO SYS RUN PHASE [WIREFS-OPTIONS]: one fresh mount,
+# FG_N timed stats (PHASE idle: alone; grep: during a cold grep -r of the
+# tree); appends "rtt proto sys run phase ms seen running cpu" per stat:
+# seen 1 when the server's log names the stat's directory afterwards (-
+# when the server keeps no log), running 1 when the grep was still
+# running after the last stat, cpu the milliseconds of CPU the client's
+# process spent during the stats (its children not counted: sshfs's ssh)
+fgstat_phase() {
+	local rtt=$1 proto=$2 sys=$3 run=$4 phase=$5 i gpid="" running=- log off=0 lat seen
+	local paths=() dirs=() out=$RUN/fgstat.grep
+	mount_sys "$sys" "$proto" "$rtt" "${6:-${BENCH_WIREFS_OPTS:-}}"
+	connect
+	for ((i = 0; i < FG_N; i++)); do dirs+=("$(printf '%s/fgstat/fgs%02d' "$BASE" $i)"); paths+=("${dirs[i]}/f.txt"); done
+	# the directories, untimed and without listing them: each timed
+	# stat is then one name the client has never seen
+	timeout -k 5 "$TMO" stat "${dirs[@]}" >/dev/null 2>>"$RUN/errors.log" || true
+	if [ "$phase" = grep ]; then
+		: >"$out"
+		timeout -k 5 "$TMO" grep --line-buffered -rc TODO "$BASE/tree" >"$out" 2>>"$RUN/errors.log" &
+		gpid=$!
+		PIDS="$PIDS $gpid"
+		# started: the grep has read two files (it prints a count per
+		# file), so its first directory's prefetch is under way
+		for _ in $(seq $((TMO * 100))); do
+			[ "$(wc -l <"$out")" -ge 2 ] && break
+			kill -0 "$gpid" 2>/dev/null || break
+			sleep 0.01
+		done
+	fi
+	log=$(fg_log "$proto" "$rtt")
+	[ -z "$log" ] || off=$(stat -c %s "$log")
+	local after=$RUN/fgstat.log # what the server logged during the stats
+	local cpu0 cpu
+	cpu0=$(proc_cpu "$DPID")
+	lat=$(timeout -k 5 "$TMO" bash -c 'fg_times "$@"' _ "${paths[@]}" 2>>"$RUN/errors.log") || true
+	cpu=$(($(proc_cpu "$DPID") - cpu0))
+	if [ -n "$gpid" ]; then
+		running=0
+		kill -0 "$gpid" 2>/dev/null && running=1
+		kill "$gpid" 2>/dev/null || true
+		wait "$gpid" 2>/dev/null || true
+		PIDS=${PIDS/ $gpid/}
+	fi
+	mapfile -t lat <<<"$lat"
+	[ -z "$log" ] || tail -c +$((off + 1)) "$log" >"$after"
+	for ((i = 0; i < FG_N; i++)); do
+		seen=-
+		if [ -n "$log" ]; then
+			seen=0
+			grep -q "$(printf 'fgs%02d' $i)" "$after" && seen=1
+		fi
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rtt" "$proto" "$sys" "$run" "$phase" "${lat[i]:-fail}" "$seen" "$running" "$cpu" >>"$FGSTAT"
+	done
+	umount_sys
+}
+# proc_cpu PID: the milliseconds of CPU PID has used (user and system)
+proc_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print int(($12 + $13) * 1000 / hz) }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# fgstat_sys RTT PROTO SYS RUN: both phases, in another order in each
+# run; for wirefs also wirefs-nopf
+fgstat_sys() {
+	local rtt=$1 proto=$2 sys=$3 run=$4 s phases="idle grep"
+	[ $((run % 2)) = 0 ] && phases="grep idle"
+	for s in $sys $([ "$sys" = wirefs ] && echo wirefs-nopf); do
+		for ph in $phases; do
+			if [ "$s" = wirefs-nopf ]; then fgstat_phase "$rtt" "$proto" "$s" "$run" "$ph" "${BENCH_WIREFS_OPTS:+$BENCH_WIREFS_OPTS,}prefetch_requests=0"
+			else fgstat_phase "$rtt" "$proto" "$s" "$run" "$ph"; fi
+		done
+	done
+}
+export -f fg_times
+
 # bench_sys RTT PROTO SYS RUN: every row for one system, cold rows on a
 # fresh mount
 bench_sys() {
 	local rtt=$1 proto=$2 sys=$3 run=$4 op w
 	for op in $OPS; do
+		if [ "$op" = fgstat ]; then
+			[ "$sys" = local ] || fgstat_sys "$rtt" "$proto" "$sys" "$run"
+			continue
+		fi
 		if [ "$sys" = local ]; then BASE=$SRV; else mount_sys "$sys" "$proto" "$rtt"; connect; fi
 		w=w/$sys-$proto-$rtt-$run
 		case $op in
@@ -787,6 +908,48 @@ if [ -s "$COSTS" ]; then
 		}
 	}' "$COSTS"
 fi
+if [ -s "$FGSTAT" ]; then
+	echo
+	echo "### Foreground stat during prefetch (fgstat): milliseconds per stat"
+	echo
+	echo "$FG_N stats per mount of files in $FG_N directories the client has looked up but not listed, one after another,"
+	echo "each on a fresh mount: idle, and during a cold grep -r of the tree (begun first; the stats start once it has"
+	echo "read two files). Median and p90 over every stat of $RUNS run(s). Server: the stats whose directory the server's"
+	echo "log names afterwards (each one must reach it; 9p: diod keeps no log). Grep: the runs where it was still running"
+	echo "after the last stat. CPU: milliseconds of CPU the client's process used during the $FG_N stats, median over runs"
+	echo "(sshfs: without its ssh). wirefs-nopf: wirefs with -o prefetch_requests=0 (no prefetch)."
+	awk -F'\t' -v rtts="$RTTS" -v protos="$PROTOS" '
+	function sorted(list, a,   n, i, j, t) {
+		n = split(list, a, " ")
+		for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
+		return n
+	}
+	function q(list, f,   a, n) { n = sorted(list, a); return n ? sprintf("%.1f", a[int(f * (n - 1) + 0.5) + 1]) : "-" }
+	function mid(list,   a, n) { n = sorted(list, a); return n ? a[int((n + 1) / 2)] : "-" }
+	{
+		k = $1 SUBSEP $2 SUBSEP $3 SUBSEP $5
+		if ($6 ~ /^[0-9.]+$/) v[k] = v[k] " " $6; else bad[k]++
+		n[k]++; if ($7 == 1) seen[k]++; if ($7 == "-") noseen[k] = 1
+		if (!((k SUBSEP $4) in runs)) { runs[k SUBSEP $4] = 1; cpu[k] = cpu[k] " " $9; if ($5 == "grep") { nrun[k]++; if ($8 == 1) going[k]++ } }
+		has[$1 SUBSEP $2 SUBSEP $3] = 1
+	}
+	function srv(k) { return (k in noseen) ? "-" : (seen[k] + 0) "/" (n[k] + 0) }
+	END {
+		nt = split(rtts, T, " "); np = split(protos, P, " "); ns = split("wirefs wirefs-nopf base sshfs rclone httpdirfs", S, " ")
+		for (i = 1; i <= nt; i++) {
+			printf "\n%s ms RTT:\n\n| protocol | system | idle median | idle p90 | during grep median | during grep p90 | during - idle (median) | server: idle, grep | grep running | CPU ms: idle, grep |\n|---|---|---:|---:|---:|---:|---:|---|---|---|\n", T[i]
+			for (j = 1; j <= np; j++) for (s = 1; s <= ns; s++) {
+				b = T[i] SUBSEP P[j] SUBSEP S[s]
+				if (!(b in has)) continue
+				ki = b SUBSEP "idle"; kg = b SUBSEP "grep"
+				mi = q(v[ki], 0.5); mg = q(v[kg], 0.5)
+				d = (mi != "-" && mg != "-") ? sprintf("%+.1f", mg - mi) : "-"
+				f = ""; if (bad[ki] + bad[kg] > 0) f = sprintf(" (%d failed)", bad[ki] + bad[kg])
+				printf "| %s | %s | %s | %s | %s | %s | %s%s | %s, %s | %d/%d | %s, %s |\n", P[j], S[s], mi, q(v[ki], 0.9), mg, q(v[kg], 0.9), d, f, srv(ki), srv(kg), going[kg], nrun[kg], mid(cpu[ki]), mid(cpu[kg])
+			}
+		}
+	}' "$FGSTAT"
+fi
 echo
 echo "Seconds, median of $RUNS run(s) per cell; peer/wirefs > 1 means wirefs is faster; wirefs/local <= 1.25 is the"
 echo "target on warm rows. Cold: a fresh mount with an empty cache for that row, logged in (an untimed stat of the served"
@@ -800,7 +963,7 @@ echo "RTT > 0: bench/remote/_delayproxy, RTT/2 each way on every connection (FTP
 echo "Runtime: $(($(date +%s) - START)) s; quick=$QUICK; $(nproc) CPUs; kernel $(uname -r); wirefs from $TREE."
 echo "Load average (1/5/15 min) at start: $LOAD0; at end: $(cut -d' ' -f1-3 /proc/loadavg)."
 echo "timeout: the command did not finish within $TMO s (BENCH_TIMEOUT); fail: it failed (see errors.log)."
-echo "Per-run samples: bench/out/remote/samples.tsv, costs.tsv; failures: bench/out/remote/errors.log."
+echo "Per-run samples: bench/out/remote/samples.tsv, costs.tsv, fgstat.tsv; failures: bench/out/remote/errors.log."
 } >"$TABLE"
 cp "$RUN/errors.log" "$OUT/errors.log" 2>/dev/null || : >"$OUT/errors.log"
 cat "$TABLE"
