@@ -482,7 +482,15 @@ func TestPrefetchStopsNearCacheLimit(t *testing.T) {
 	ls(t, lookup(t, root, "dir").(ns.Dir))
 	cat(t, root, "dir/f00")
 	top := root.(*dir).remotePath()
-	waitFor(t, "the prefetch", prefetched(root, w, top+"/dir/f21"))
+	// Done once the gate is idle with no reservation left and no room for
+	// another file: between one fetch's end and the next one's start the
+	// gate is idle too (the test read a 23rd file not yet counted).
+	full := func() bool {
+		c.lruMu.Lock()
+		defer c.lruMu.Unlock()
+		return c.reserved == 0 && c.used+4<<10 > limit-limit/10
+	}
+	waitFor(t, "the prefetch to reach the limit", func() bool { return prefetched(root, w, top+"/dir/f21")() && full() })
 	tr := root.(*dir).t
 	// 90 KiB: f00 and 21 files ahead, or 22 when the reservations were
 	// made before f00's own bytes (the program's read) had arrived.
