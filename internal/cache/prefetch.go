@@ -293,6 +293,16 @@ func (t *tree) fetchAhead(todo []ahead) {
 			t.c.log.Debug("cache: near its size limit; no more prefetch", "server", t.key)
 			return
 		}
+		// Only a spare, made with the CPU nothing else wants (spares.go).
+		id, err := t.spareFor(ctx)
+		if err != nil {
+			t.c.reserve(-size)
+			done()
+			return
+		}
+		if !f.useSpare(id) {
+			t.putSpare(id)
+		}
 		if !t.spawn(func() {
 			defer done()
 			defer t.c.reserve(-size)
@@ -303,6 +313,17 @@ func (t *tree) fetchAhead(todo []ahead) {
 			return
 		}
 	}
+}
+
+// useSpare makes the spare id f's data file, unless f has one.
+func (f *file) useSpare(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.data != nil || f.id != "" || f.dir != f.t.dir {
+		return false
+	}
+	f.id = id
+	return true
 }
 
 // wantsAhead reports whether f is worth fetching ahead: clean, of a

@@ -577,3 +577,37 @@ func TestWalkPrefetchesTheNextDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestSpareFor: what prefetch takes for a file fetched ahead (spareFor)
+// is an existing empty data file made by the low-priority filler, and a
+// caller that gives up while none is ready gets its context's error.
+func TestSpareFor(t *testing.T) {
+	sizes := map[string]int{}
+	smallFiles(sizes, "dir", 2, 1000)
+	_, root, _ := prefetchSetup(t, sizes, 0, Options{})
+	tr := root.(*dir).t
+	id, err := tr.spareFor(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(tr.dir, id+".data")); err != nil || fi.Size() != 0 {
+		t.Fatalf("spare %s: %v, %v; want an empty data file", id, fi, err)
+	}
+	tr.putSpare(id)
+	cancelled, cancel := context.WithCancel(bg)
+	cancel()
+	tr.spares.mu.Lock()
+	kept := tr.spares.ids
+	tr.spares.ids = nil // none ready: spareFor waits, and gives up with its caller
+	tr.spares.mu.Unlock()
+	id, err = tr.spareFor(cancelled)
+	switch {
+	case err == nil:
+		kept = append(kept, id) // the filler made one meanwhile: it is handed out
+	case err != context.Canceled:
+		t.Fatalf("spareFor with its context cancelled: %v", err)
+	}
+	tr.spares.mu.Lock()
+	tr.spares.ids = append(tr.spares.ids, kept...)
+	tr.spares.mu.Unlock()
+}
