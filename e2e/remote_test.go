@@ -231,12 +231,6 @@ func TestFTPServerLimitsLogins(t *testing.T) {
 	}
 }
 
-// TestFTPCopyTreeIn: cp -r of a small project into an FTP mount, then
-// what a build does in it (stat of ".", find -ls): every file reaches the
-// server whole with its mode, and the server is asked for no listing of
-// the directories wirefs itself made or filled (a listing of the parent
-// per mkdir and per stat of "." after a file was stored in it cost two
-// and a half round trips each).
 // TestSFTPCopyTreeInAndOut: cp -r of a tree into an sftp mount (whose
 // small stores take temporaries opened ahead), the server's copy equal to
 // the source, no temporary left; then rm -rf and mv of directories right
@@ -246,16 +240,7 @@ func TestSFTPCopyTreeInAndOut(t *testing.T) {
 	needFUSE(t)
 	s := testsrv.StartSSHD(t)
 	root := t.TempDir()
-	src := filepath.Join(t.TempDir(), "proj")
-	for d := range 3 {
-		for f := range 6 {
-			p := filepath.Join(src, "d"+strconv.Itoa(d), "f"+strconv.Itoa(f)+".c")
-			os.MkdirAll(filepath.Dir(p), 0o755)
-			if err := os.WriteFile(p, []byte(strings.Repeat("int x;\n", d*10+f)), 0o640); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	src := sourceTree(t, 6)
 	m := remoteMount(t, sshHome(t, s, true))
 	dir := "sftp/testhost" + root
 	mustOK(t, "cp -r, then the copy's files through the mount", bash(t, m, 60*time.Second, `set -e
@@ -293,13 +278,13 @@ func TestSFTPCopyTreeInAndOut(t *testing.T) {
 	}
 }
 
-func TestFTPCopyTreeIn(t *testing.T) {
-	needFUSE(t)
-	root := t.TempDir()
-	os.Chmod(root, 0o755)
+// sourceTree makes a local tree proj/d0..d2 of files small C files each
+// (mode 0640) to copy into a mount, and returns its path.
+func sourceTree(t *testing.T, files int) string {
+	t.Helper()
 	src := filepath.Join(t.TempDir(), "proj")
 	for d := range 3 {
-		for f := range 5 {
+		for f := range files {
 			p := filepath.Join(src, "d"+strconv.Itoa(d), "f"+strconv.Itoa(f)+".c")
 			os.MkdirAll(filepath.Dir(p), 0o755)
 			if err := os.WriteFile(p, []byte(strings.Repeat("int x;\n", d*10+f)), 0o640); err != nil {
@@ -307,6 +292,20 @@ func TestFTPCopyTreeIn(t *testing.T) {
 			}
 		}
 	}
+	return src
+}
+
+// TestFTPCopyTreeIn: cp -r of a small project into an FTP mount, then
+// what a build does in it (stat of ".", find -ls): every file reaches the
+// server whole with its mode, and the server is asked for no listing of
+// the directories wirefs itself made or filled (a listing of the parent
+// per mkdir and per stat of "." after a file was stored in it cost two
+// and a half round trips each).
+func TestFTPCopyTreeIn(t *testing.T) {
+	needFUSE(t)
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	src := sourceTree(t, 5)
 	var srv *testsrv.VsftpdServer
 	addr, login, password := testsrv.Vsftpd(t, root, testsrv.VsftpdLocalUser(), testsrv.VsftpdControl(&srv))
 	home := t.TempDir()
