@@ -800,14 +800,7 @@ func TestServerLimitsLogins(t *testing.T) {
 		mustDo(t, err)
 		held = append(held, r)
 	}
-	waiting := make(chan error, 1)
-	go func() {
-		got, err := readRange(b, context.Background(), "/f23", 0, -1)
-		if err == nil && string(got) != files["f23"] {
-			err = fmt.Errorf("f23: read back differs")
-		}
-		waiting <- err
-	}()
+	waiting := readLater(b, context.Background(), "/f23", files["f23"])
 	waitFor(t, "the refused login", func() bool { return strings.Contains(logged.String(), "refuses more logins") })
 	for _, r := range held {
 		r.Close()
@@ -916,14 +909,7 @@ func TestRefusalWhileAnotherClientHeldSlots(t *testing.T) {
 		mustDo(t, err)
 		held = append(held, r)
 	}
-	third := make(chan error, 1)
-	go func() {
-		got, err := readRange(b, ctx, "/c", 0, -1)
-		if err == nil && string(got) != files["c"] {
-			err = fmt.Errorf("c: read back differs")
-		}
-		third <- err
-	}()
+	third := readLater(b, ctx, "/c", files["c"])
 	waitFor(t, "the refused login", func() bool { return strings.Contains(logged.String(), "refuses more logins") })
 
 	for _, c := range others {

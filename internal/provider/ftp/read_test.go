@@ -3,6 +3,7 @@ package ftp
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"syscall"
 	"testing"
@@ -61,6 +62,20 @@ func readRange(b *Backend, ctx context.Context, p string, off, n int64) ([]byte,
 	data, err := io.ReadAll(r)
 	r.Close()
 	return data, err
+}
+
+// readLater reads p whole in a goroutine; the channel says whether it
+// read want.
+func readLater(b *Backend, ctx context.Context, p, want string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		got, err := readRange(b, ctx, p, 0, -1)
+		if err == nil && string(got) != want {
+			err = fmt.Errorf("%s: read back differs", p)
+		}
+		done <- err
+	}()
+	return done
 }
 
 // TestConsecutiveRangesShareATransfer: the ranges a sequential reader's
