@@ -13,19 +13,30 @@ import (
 // parent walks to the directory that holds p and returns its fid (to be
 // closed) and p's name in it.
 func (b *Backend) parent(s *conn, op, p string) (p9.File, string, error) {
+	pl, err := b.parentPlace(s, op, p)
+	if err != nil {
+		return nil, "", err
+	}
+	f, err := walk(pl.root, pl.names)
+	return f, path.Base(p), err
+}
+
+// parentPlace is where the directory that holds p is, for an operation
+// that changes it: an error for / and for directories above every
+// export.
+func (b *Backend) parentPlace(s *conn, op, p string) (place, error) {
 	if p == "/" {
-		return nil, "", b.srv.Errorf(syscall.EBUSY, op, p, "/ cannot be changed")
+		return place{}, b.srv.Errorf(syscall.EBUSY, op, p, "/ cannot be changed")
 	}
 	dir := path.Dir(p)
 	pl, err := b.locate(s, dir)
 	if err != nil {
-		return nil, "", err
+		return place{}, err
 	}
 	if pl.root == nil {
-		return nil, "", b.srv.Errorf(syscall.EACCES, op, p, "%s is above every export; only exported directories can be changed", dir)
+		return place{}, b.srv.Errorf(syscall.EACCES, op, p, "%s is above every export; only exported directories can be changed", dir)
 	}
-	f, err := walk(pl.root, pl.names)
-	return f, path.Base(p), err
+	return pl, nil
 }
 
 // inParent runs fn with the directory that holds p, for operations that

@@ -48,16 +48,9 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 		t.dir.Close()
 	}
 	t, err := call(ctx, b, "store", p, false, func(s *conn) (target, error) {
-		dirPath := path.Dir(p)
-		if p == "/" {
-			return target{}, b.srv.Errorf(syscall.EBUSY, "store", p, "/ cannot be changed")
-		}
-		pl, err := b.locate(s, dirPath)
+		pl, err := b.parentPlace(s, "store", p)
 		if err != nil {
 			return target{}, err
-		}
-		if pl.root == nil {
-			return target{}, b.srv.Errorf(syscall.EACCES, "store", p, "%s is above every export; only exported directories can be changed", dirPath)
 		}
 		name, tmp := path.Base(p), path.Base(remote.TempName(p))
 		// What is at p, and the directory for the rename, while the
