@@ -258,9 +258,7 @@ func (b *backend) storeVia(c *conn, p string, src *source, size int64, perm os.F
 	st, chown := statOf(old, lerr)
 	if chown {
 		go func() {
-			if err := c.sftp.Chown(tmp, int(st.UID), int(st.GID)); err != nil {
-				b.log.Debug("sftp: the replaced file keeps the login user as owner", "path", p, "err", err)
-			}
+			b.giveOwner(c, p, tmp, st)
 			attrs <- nil
 		}()
 	}
@@ -300,14 +298,11 @@ func (b *backend) settle(c *conn, tmp, p string, existed bool, err error, left *
 func (b *backend) storeInSpare(c *conn, p string, sp *spare, src *source, size int64, perm os.FileMode, left *atomic.Pointer[string]) error {
 	tmp := sp.name
 	left.Store(&tmp)
-	data := make([]byte, size)
-	if n, err := io.ReadFull(src, data); err != nil {
+	data, err := b.readSmall(c, "store", p, src, size)
+	if err != nil {
 		sp.f.Close()
 		b.dropTemp(c, tmp, left)
-		if src.failed(err) {
-			return b.writeFailure(c, "store", p, src, size, err)
-		}
-		return b.srv.Errorf(syscall.EIO, "store", p, "the data ended after %d of %d bytes", n, size)
+		return err
 	}
 	again := func() *source { return newSource(src.ctx, bytes.NewReader(data), size) }
 	var old os.FileInfo
@@ -316,7 +311,7 @@ func (b *backend) storeInSpare(c *conn, p string, sp *spare, src *source, size i
 	go func() { old, lerr = c.sftp.Lstat(p); close(looked) }()
 	chmodded := make(chan error, 1)
 	go func() { chmodded <- c.sftp.Chmod(tmp, perm) }()
-	err := b.fillOne(c, "store", p, sp.f, again(), size, func() error {
+	err = b.fillOne(c, "store", p, sp.f, again(), size, func() error {
 		<-looked
 		return <-chmodded
 	})
@@ -338,11 +333,8 @@ func (b *backend) keepAttrs(c *conn, p, tmp string, old os.FileInfo, perm os.Fil
 	chowned := make(chan struct{})
 	go func() {
 		defer close(chowned)
-		if !chown {
-			return
-		}
-		if err := c.sftp.Chown(tmp, int(st.UID), int(st.GID)); err != nil {
-			b.log.Debug("sftp: the replaced file keeps the login user as owner", "path", p, "err", err)
+		if chown {
+			b.giveOwner(c, p, tmp, st)
 		}
 	}()
 	defer func() { <-chowned }() // nothing touches tmp after
@@ -350,6 +342,14 @@ func (b *backend) keepAttrs(c *conn, p, tmp string, old os.FileInfo, perm os.Fil
 		return c.sftp.Chmod(tmp, mode)
 	}
 	return nil
+}
+
+// giveOwner gives tmp the owner st of p, the file it replaces, as far as
+// the server lets the login user (a refusal leaves the login user).
+func (b *backend) giveOwner(c *conn, p, tmp string, st *sftp.FileStat) {
+	if err := c.sftp.Chown(tmp, int(st.UID), int(st.GID)); err != nil {
+		b.log.Debug("sftp: the replaced file keeps the login user as owner", "path", p, "err", err)
+	}
 }
 
 // statOf returns the SFTP attributes of fi, when Lstat gave them.
@@ -458,6 +458,19 @@ func (b *backend) fill(c *conn, what, p string, f *sftp.File, src *source, size 
 	return b.writeFailure(c, what, p, src, size-n, err)
 }
 
+// readSmall reads the size bytes of a store that fits in one write from
+// src, or says why it cannot.
+func (b *backend) readSmall(c *conn, what, p string, src *source, size int64) ([]byte, error) {
+	data := make([]byte, size)
+	if n, err := io.ReadFull(src, data); err != nil {
+		if src.failed(err) {
+			return nil, b.writeFailure(c, what, p, src, size, err)
+		}
+		return nil, b.srv.Errorf(syscall.EIO, what, p, "the data ended after %d of %d bytes", n, size)
+	}
+	return data, nil
+}
+
 // fillOne is fill for data that fit in one write: the write and the
 // close go out together (pkg/sftp's StartWriteAt, a patch) and are
 // answered in one round trip, where a write answered before the close
@@ -465,13 +478,10 @@ func (b *backend) fill(c *conn, what, p string, f *sftp.File, src *source, size 
 // whose own answer is the one checked: a store renames the file into
 // place only after both.
 func (b *backend) fillOne(c *conn, what, p string, f *sftp.File, src *source, size int64, last func() error) error {
-	data := make([]byte, size)
-	if n, err := io.ReadFull(src, data); err != nil {
+	data, err := b.readSmall(c, what, p, src, size)
+	if err != nil {
 		f.Close()
-		if src.failed(err) {
-			return b.writeFailure(c, what, p, src, size, err)
-		}
-		return b.srv.Errorf(syscall.EIO, what, p, "the data ended after %d of %d bytes", n, size)
+		return err
 	}
 	wait := func(context.Context) (int, error) { return 0, nil }
 	if size > 0 {
@@ -482,7 +492,7 @@ func (b *backend) fillOne(c *conn, what, p string, f *sftp.File, src *source, si
 	if last != nil {
 		lerr = last() // after the close is sent: it may wait for answers
 	}
-	_, err := wait(src.ctx)
+	_, err = wait(src.ctx)
 	if err == nil {
 		err = errors.Join(lerr, cerr)
 	}
