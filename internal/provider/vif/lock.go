@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -80,4 +81,36 @@ func sweepLocks(dir string) {
 			f.Close()
 		}
 	}
+}
+
+// sweepCgroups removes the cgroup subtrees (base/wirefs.vif/netN) that
+// no daemon manages: those of daemons killed with -9 in namespaces no
+// daemon started in again (most often gone: a test's netns). A daemon
+// clears its own namespace's leftovers when it starts; these nobody
+// would. A subtree is swept only with its namespace's lock held, so a
+// daemon starting there meanwhile waits for it or finds it gone; its
+// processes go back to base (removeTree). It returns the subtrees
+// removed.
+func sweepCgroups(base, runDir string) []string {
+	var swept []string
+	ents, _ := os.ReadDir(filepath.Join(base, "wirefs.vif"))
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "net") {
+			continue
+		}
+		lockAt := filepath.Join(runDir, "vif-"+e.Name()+".lock")
+		f, err := takeLock(lockAt)
+		if err != nil {
+			continue // its daemon runs (or ours: its own leftovers are start's)
+		}
+		dir := filepath.Join(base, "wirefs.vif", e.Name())
+		if removeTree(dir, base) == nil {
+			swept = append(swept, dir)
+		}
+		dropLock(f, lockAt)
+	}
+	if len(swept) > 0 {
+		_ = syscall.Rmdir(filepath.Join(base, "wirefs.vif")) // as Close does, when no namespace uses it
+	}
+	return swept
 }

@@ -124,6 +124,9 @@ func (p *Provider) start() error {
 	}
 	p.base, p.lock, p.lockAt = base, lock, lockAt
 	sweepLocks(p.o.RunDir)
+	if dirs := sweepCgroups(base, p.o.RunDir); len(dirs) > 0 {
+		p.log.Info("vif: removed the cgroups that killed daemons of other network namespaces left", "dirs", strings.Join(dirs, ","))
+	}
 	p.dir = filepath.Join(base, "wirefs.vif", fmt.Sprintf("net%d", nsid))
 	// What a killed daemon left: we hold the lock, so every wirefs
 	// qdisc of this namespace and our cgroup subtree are leftovers.
