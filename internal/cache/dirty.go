@@ -183,6 +183,7 @@ func (f *file) makeNewLocked(perm os.FileMode, appendsOnly bool) error {
 	f.mtime = now
 	f.writeGen++
 	f.appendsOnly = appendsOnly
+	f.fresh = true
 	return nil
 }
 

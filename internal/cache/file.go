@@ -81,6 +81,10 @@ type file struct {
 	// name, made if missing, rather than replacing a file another
 	// client made there meanwhile (appendCreating).
 	appendsOnly bool
+	// fresh: f was made here and no store of it has succeeded yet, so
+	// the server had no file of its name as far as the cache knows
+	// (remote.FreshStorer).
+	fresh       bool
 	appendMu    sync.Mutex    // one O_APPEND write at a time: each takes the end
 	storing     chan struct{} // a write-back in flight; closed when it ends
 	appendAhead *openedAhead  // the server's file opened for the next append write-back (appendahead.go)

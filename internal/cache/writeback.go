@@ -51,6 +51,8 @@ type snapshot struct {
 	diverged bool
 	// appendsOnly: a new file that only O_APPEND writes made (file.appendsOnly).
 	appendsOnly bool
+	// fresh: no store of the file has succeeded (file.fresh).
+	fresh bool
 }
 
 // appendOnly reports whether s only adds bytes at the end of the base.
@@ -147,6 +149,9 @@ func (f *file) writeBack(ctx context.Context) error {
 			f.keepDirtyLocked()
 		} else {
 			f.storedGen = max(f.storedGen, s.gen)
+		}
+		if err == nil {
+			f.fresh = false // the server has a file of its name now
 		}
 		if err == nil && serverSize >= 0 && serverSize != s.size {
 			// Someone else appended too, or the file was made anew
@@ -344,7 +349,7 @@ func (f *file) takeSnapshotLocked() snapshot {
 func (f *file) changesLocked() snapshot {
 	s := snapshot{gen: f.writeGen, size: f.size, path: f.path, mtime: f.mtime,
 		base: f.base, low: f.low, changed: f.changed, retried: f.retried, diverged: f.diverged,
-		appendsOnly: f.appendsOnly}
+		appendsOnly: f.appendsOnly, fresh: f.fresh}
 	_, appends := f.t.w.(remote.Appender)
 	_, patches := f.t.w.(remote.Patcher)
 	if !appends && !patches {
@@ -418,7 +423,11 @@ func (f *file) send(ctx context.Context, b *blob, s snapshot, mode os.FileMode, 
 		if err := f.completeDirty(ctx); err != nil {
 			return 0, err
 		}
-		return s.size, t.w.Store(ctx, s.path, io.NewSectionReader(b.f, 0, s.size), s.size, mode.Perm()|mode&specialBits)
+		data, perm := io.NewSectionReader(b.f, 0, s.size), mode.Perm()|mode&specialBits
+		if fs, ok := t.w.(remote.FreshStorer); ok && s.fresh {
+			return s.size, fs.StoreFresh(ctx, s.path, data, s.size, perm)
+		}
+		return s.size, t.w.Store(ctx, s.path, data, s.size, perm)
 	default:
 		rs := make([]remote.Range, 0, len(s.changed))
 		for _, r := range s.changed {

@@ -80,6 +80,16 @@ type Writer interface {
 	Chmod(ctx context.Context, p string, perm os.FileMode) error
 }
 
+// FreshStorer is implemented by Writers that store a file nobody had
+// (made through this client and never stored: the cache knows no version
+// of it on the server) in fewer round trips than Store, under its own
+// name, where the protocol lets them keep Store's promise that a failed
+// store leaves no part of the data there (ftp's fresh.go says how and
+// where it cannot). Otherwise StoreFresh is Store.
+type FreshStorer interface {
+	StoreFresh(ctx context.Context, p string, r io.Reader, size int64, perm os.FileMode) error
+}
+
 // Chtimer is implemented by writable backends whose servers can set a
 // file's times (touch, cp -p, tar); others keep the server's. Both times
 // are given; they apply to directories too.

@@ -144,6 +144,25 @@ func (pc *pconn) armConn() (net.Conn, time.Time) {
 	return a.raw, a.at
 }
 
+// armAge is how long ago the server announced the port of pc's data
+// connection made ahead, -1 when pc has none (or it failed).
+func (pc *pconn) armAge(now time.Time) time.Duration {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	a := pc.arm
+	if a == nil {
+		return -1
+	}
+	select {
+	case <-a.done:
+		if a.err != nil {
+			return -1
+		}
+	default:
+	}
+	return now.Sub(a.at)
+}
+
 // disarm closes the data connection made ahead: before a command that
 // asks for its own (jlaffaye's LIST, APPE), or when the server no longer
 // took it.

@@ -475,13 +475,13 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 					"server", b.srv.Host, "path", p, "err", err)
 			}
 			if rewind() {
-				b.dropTemp(ctx, tmp)
+				b.dropPartial(ctx, tmp)
 				return b.storeInPlace(ctx, p, r, size, perm)
 			}
 		}
 	}
 	if err != nil {
-		b.dropTemp(ctx, tmp)
+		b.dropPartial(ctx, tmp)
 	}
 	return err
 }
@@ -595,9 +595,10 @@ func (pc *pconn) replace(tmp, p string) error {
 	return pc.sc.Rename(st, sp)
 }
 
-// dropTemp deletes the temporary of a failed Store, unless the caller
-// gave up (then it stays, and the log says where).
-func (b *Backend) dropTemp(ctx context.Context, tmp string) {
+// dropPartial deletes what a failed store made (Store's temporary, or a
+// fresh file, StoreFresh), unless the caller gave up (then it stays, and
+// the log says where).
+func (b *Backend) dropPartial(ctx context.Context, tmp string) {
 	err := ctx.Err()
 	if err == nil {
 		err = b.do(ctx, "store", tmp, func(pc *pconn) error {
@@ -610,7 +611,7 @@ func (b *Backend) dropTemp(ctx context.Context, tmp string) {
 		})
 	}
 	if err != nil {
-		b.log.Warn("ftp: cannot delete the temporary file of a failed upload", "server", b.srv.Host, "path", tmp, "err", err)
+		b.log.Warn("ftp: cannot delete the partial file of a failed upload", "server", b.srv.Host, "path", tmp, "err", err)
 	}
 }
 

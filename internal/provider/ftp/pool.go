@@ -214,9 +214,8 @@ func (b *Backend) get(ctx context.Context, transfer bool, op, p string) (*pconn,
 		}
 		if !probe {
 			b.take(l, 1)
-			if n := len(b.idle); n > 0 {
-				pc := b.idle[n-1] // the most recently used: the least likely to be stale
-				b.idle = b.idle[:n-1]
+			if len(b.idle) > 0 {
+				pc := b.takeIdle(l)
 				b.mu.Unlock()
 				pc.lease, pc.reused = l, true
 				return pc, nil
@@ -265,6 +264,87 @@ func (b *Backend) get(ctx context.Context, transfer bool, op, p string) (*pconn,
 		}
 		return nil, err
 	}
+}
+
+// takeIdle takes an idle connection for lease l; there is one, and b.mu
+// is held. It is the most recently used (the least likely to be stale),
+// except that a transfer takes the most recent whose data connection made
+// ahead is ready (arm.go): the server takes a data connection, and its
+// bytes, only once its handshake is done, a round trip after the port was
+// announced, so back-to-back transfers on one connection each waited for
+// the handshake of the one the last had made. When a transfer finds its
+// data connection not ready yet, a second connection is logged in beside
+// it (loginAhead), and such transfers alternate between the two from then
+// on: a burst of small files (cp -r in, fresh.go) costs one round trip
+// each, not one and a half.
+func (b *Backend) takeIdle(l lease) *pconn {
+	n := len(b.idle)
+	at := n - 1
+	if l.transfer && !l.ahead {
+		rtt := max(time.Duration(b.rtt.Load()), b.times.rttFloor)
+		now := time.Now()
+		for i := n - 1; i >= 0; i-- {
+			if b.idle[i].armAge(now) >= rtt {
+				at = i
+				break
+			}
+		}
+		if age := b.idle[at].armAge(now); age >= 0 && age < rtt && n == 1 {
+			b.loginAhead()
+		}
+	}
+	pc := b.idle[at]
+	b.idle = slices.Delete(b.idle, at, at+1)
+	return pc
+}
+
+// loginAhead logs in one more connection in the background, with a data
+// connection made ahead, and puts it idle (takeIdle says why), unless a
+// login is under way or the bound has no room; b.mu is held.
+func (b *Backend) loginAhead() {
+	if b.dialing > 0 || len(b.live) >= b.bound() {
+		return
+	}
+	b.dialing++
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() { // the session's end ends the login
+			select {
+			case <-b.done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		pc, err := b.dial(ctx, "login", "")
+		if err == nil {
+			if err = pc.sendArm(); err == nil {
+				pc.readArm()
+			}
+		}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.dialing--
+		b.wakeWaiters()
+		if err != nil {
+			b.refusedLogin(err)
+			b.log.Debug("ftp: a connection logged in ahead failed", "server", b.srv.Host, "err", err)
+			if pc != nil {
+				pc.kill()
+			}
+			return
+		}
+		if pc.broken || b.closed {
+			pc.kill()
+			return
+		}
+		b.live[pc] = struct{}{}
+		b.peak = max(b.peak, len(b.live))
+		pc.lastUsed, pc.lastAlive = time.Now(), time.Now()
+		b.idle = append(b.idle, pc)
+	}()
 }
 
 // await waits until the bounds change (changed is closed), or retry

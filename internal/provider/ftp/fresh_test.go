@@ -1,0 +1,130 @@
+package ftp
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"wirefs/internal/remote"
+	"wirefs/internal/remote/remotetest"
+	"wirefs/internal/testsrv"
+)
+
+// waitPool waits until cond, which reads b's pool under b.mu, holds.
+func waitPool(t *testing.T, b *Backend, what string, cond func() bool) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		b.mu.Lock()
+		ok, changed := cond(), b.changed
+		b.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("gave up waiting for %s", what)
+		}
+	}
+}
+
+// TestStoreFreshUnderItsName: new small files stored back to back go
+// under their names with no temporary (no RNFR) once the session has a
+// data connection made ahead (the first store, on a connection without
+// one, goes through Store), each with its bytes and the mode asked for;
+// the back-to-back transfers log in one more connection beside the first
+// (takeIdle), and no more.
+func TestStoreFreshUnderItsName(t *testing.T) {
+	f := newFixture(t, map[string]string{"dir/": ""})
+	b := f.dial(t, remote.Options{})
+	ctx := context.Background()
+	want := map[string][]byte{}
+	for i := range 6 {
+		name := fmt.Sprintf("f%d.c", i)
+		data := randomBytes(100 + i*(freshMax/6))
+		want[name] = data
+		mustDo(t, b.StoreFresh(ctx, "/dir/"+name, bytes.NewReader(data), int64(len(data)), 0o640))
+	}
+	waitPool(t, b, "the connection logged in ahead", func() bool { return b.dialing == 0 && len(b.live) == 2 })
+	if n := f.srv.Commands("RNFR"); n != 1 {
+		t.Errorf("6 fresh stores sent RNFR %d times, want once (the first, without a data connection made ahead)", n)
+	}
+	if n := f.srv.Commands("USER"); n != 2 {
+		t.Errorf("the session logged in %d times, want 2", n)
+	}
+	entries, err := os.ReadDir(filepath.Join(f.root, "dir"))
+	mustDo(t, err)
+	if len(entries) != len(want) {
+		t.Errorf("the server's directory has %d entries, want %d (a temporary left?)", len(entries), len(want))
+	}
+	for name, data := range want {
+		p := filepath.Join(f.root, "dir", name)
+		remotetest.CheckIntact(t, p, data)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().Perm() != 0o640 {
+			t.Errorf("%s has mode %v, want 0640", name, fi.Mode().Perm())
+		}
+	}
+	// Larger than freshMax: Store's temporary, as before.
+	big := randomBytes(freshMax + 1)
+	mustDo(t, b.StoreFresh(ctx, "/dir/big", bytes.NewReader(big), int64(len(big)), 0o644))
+	remotetest.CheckIntact(t, filepath.Join(f.root, "dir", "big"), big)
+	if n := f.srv.Commands("RNFR"); n != 2 {
+		t.Errorf("a store above freshMax sent RNFR %d times in all, want 2", n)
+	}
+}
+
+// TestStoreFreshFullDisk: a fresh store that the server fails half-way
+// (its disk full: 451) leaves nothing under the name, and no temporary;
+// a file of that name another client made meanwhile is replaced when the
+// store succeeds.
+func TestStoreFreshFullDisk(t *testing.T) {
+	f := newFixture(t, map[string]string{"small/": "", "dir/": ""})
+	dir := filepath.Join(f.root, "small")
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
+		testsrv.Unavailable(t, fmt.Sprintf("cannot mount a small tmpfs: %v: %s", err, out))
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	u, err := user.Lookup(strings.Split(f.server, "@")[0])
+	mustDo(t, err)
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	mustDo(t, os.Chown(dir, uid, gid))
+	mustDo(t, os.WriteFile(filepath.Join(dir, "filler"), make([]byte, 56<<10), 0o644))
+
+	b := f.dial(t, remote.Options{})
+	ctx := context.Background()
+	// A first store gives the connection its data connection made ahead.
+	mustDo(t, b.StoreFresh(ctx, "/dir/first", strings.NewReader("first"), 5, 0o644))
+	rnfr := f.srv.Commands("RNFR")
+	data := randomBytes(freshMax)
+	if err := b.StoreFresh(ctx, "/small/f.bin", bytes.NewReader(data), int64(len(data)), 0o644); err == nil {
+		t.Fatal("a store of 16 KiB into 8 KiB of room succeeded")
+	} else {
+		t.Logf("the store failed as it should: %v", err)
+	}
+	if n := f.srv.Commands("RNFR"); n != rnfr {
+		t.Error("the failed store went through a temporary: the test does not test StoreFresh")
+	}
+	entries, err := os.ReadDir(dir)
+	mustDo(t, err)
+	for _, e := range entries {
+		if e.Name() != "filler" {
+			t.Errorf("the failed store left %s on the server", e.Name())
+		}
+	}
+
+	other := filepath.Join(f.root, "dir", "made-meanwhile")
+	mustDo(t, os.WriteFile(other, []byte("another client's"), 0o644))
+	mustDo(t, os.Chown(other, uid, gid))
+	mustDo(t, b.StoreFresh(ctx, "/dir/made-meanwhile", strings.NewReader("ours"), 4, 0o644))
+	remotetest.CheckIntact(t, other, []byte("ours"))
+}
