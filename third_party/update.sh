@@ -14,7 +14,7 @@ go-fuse)
 	patches="go-fuse-poll.patch go-fuse-nonblock.patch go-fuse-datareply.patch go-fuse-cloexec.patch" ;;
 pkg-sftp)
 	module=github.com/pkg/sftp
-	patches="pkg-sftp-startwrite.patch" ;;
+	patches="pkg-sftp-startwrite.patch pkg-sftp-startrequests.patch" ;;
 p9)
 	module=github.com/hugelgupf/p9
 	patches="p9-sendfail.patch" ;;

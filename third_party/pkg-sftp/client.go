@@ -1703,6 +1703,77 @@ func (f *File) StartWriteAt(b []byte, off int64) (wait func(ctx context.Context)
 	}
 }
 
+// StartChmod is Chmod sent now: it returns without waiting for the
+// server's answer, which wait returns (or ctx's error if ctx ends first).
+// Requests started one after another (StartWriteAt, StartChmod,
+// StartClose, Client.StartPosixRename: each returned before the next is
+// called) reach the server in that order, so a file's bytes, its mode,
+// its close and its rename can all be on their way at once, in order.
+func (f *File) StartChmod(mode os.FileMode) (wait func(ctx context.Context) error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+
+	if f.handle == "" {
+		return func(context.Context) error { return os.ErrClosed }
+	}
+	return f.c.startStatus(&sshFxpFsetstatPacket{
+		ID:     f.c.nextID(),
+		Handle: f.handle,
+		Flags:  sshFileXferAttrPermissions,
+		Attrs:  toChmodPerm(mode),
+	})
+}
+
+// StartClose is Close sent now, answered by wait (see StartChmod for the
+// order). The File is unusable once StartClose returns.
+func (f *File) StartClose() (wait func(ctx context.Context) error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+
+	if f.handle == "" {
+		return func(context.Context) error { return os.ErrClosed }
+	}
+	handle := f.handle
+	f.handle = ""
+	return f.c.startStatus(&sshFxpClosePacket{
+		ID:     f.c.nextID(),
+		Handle: handle,
+	})
+}
+
+// StartPosixRename is PosixRename sent now, answered by wait (see
+// File.StartChmod for the order).
+func (c *Client) StartPosixRename(oldname, newname string) (wait func(ctx context.Context) error) {
+	return c.startStatus(&sshFxpPosixRenamePacket{
+		ID:      c.nextID(),
+		Oldpath: oldname,
+		Newpath: newname,
+	})
+}
+
+// startStatus sends p, a request answered with a status, and returns a
+// wait for that answer.
+func (c *Client) startStatus(p idmarshaler) func(ctx context.Context) error {
+	ch := make(chan result, 1) // the answer never waits for wait
+	c.dispatchRequest(ch, p)
+	return func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case s := <-ch:
+			if s.err != nil {
+				return s.err
+			}
+			switch s.typ {
+			case sshFxpStatus:
+				return normaliseError(unmarshalStatus(p.id(), s.data))
+			default:
+				return unimplementedPacketErr(s.typ)
+			}
+		}
+	}
+}
+
 // writeResult is the outcome of a write of n bytes the server answered
 // with typ and data (or err).
 func writeResult(typ fxp, data []byte, err error, n int) (int, error) {

@@ -204,12 +204,17 @@ func (b *backend) List(ctx context.Context, p string) ([]remote.Info, error) {
 // replace the link, not the file it names), and p in a directory where
 // the login user may not create files.
 func (b *backend) Store(ctx context.Context, p string, r io.Reader, size int64, perm os.FileMode) error {
+	return b.store(ctx, p, r, size, perm, false)
+}
+
+// store is Store, and StoreFresh when fresh (fresh.go).
+func (b *backend) store(ctx context.Context, p string, r io.Reader, size int64, perm os.FileMode, fresh bool) error {
 	src := newSource(ctx, r, size)
 	// The transfer may outlive a cancelled Store: stop it reading r.
 	defer src.stop()
 	var left atomic.Pointer[string] // a temporary that may be on the server
 	err := b.do(ctx, "store", p, nil, func(c *conn) error {
-		return b.storeVia(c, p, src, size, perm, &left)
+		return b.storeVia(c, p, src, size, perm, fresh, &left)
 	})
 	if tmp := left.Load(); err != nil && tmp != nil && ctx.Err() == nil {
 		b.removeTemp(ctx, *tmp)
@@ -217,11 +222,14 @@ func (b *backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 	return err
 }
 
-// storeVia is Store on connection c; left holds the temporary while it
+// storeVia is store on connection c; left holds the temporary while it
 // may exist.
-func (b *backend) storeVia(c *conn, p string, src *source, size int64, perm os.FileMode, left *atomic.Pointer[string]) error {
+func (b *backend) storeVia(c *conn, p string, src *source, size int64, perm os.FileMode, fresh bool, left *atomic.Pointer[string]) error {
 	if size >= 0 && size <= int64(c.packet) {
 		if sp := b.takeSpare(c, path.Dir(p)); sp != nil {
+			if fresh && c.posixRename {
+				return b.storeFreshInSpare(c, p, sp, src, size, perm, left)
+			}
 			return b.storeInSpare(c, p, sp, src, size, perm, left)
 		}
 	}
