@@ -161,12 +161,7 @@ func TestSFTPHostKeys(t *testing.T) {
 func TestFTP(t *testing.T) {
 	needFUSE(t)
 	root, _ := serverTree(t)
-	addr, login, password := testsrv.Vsftpd(t, root, testsrv.VsftpdLocalUser())
-	home := t.TempDir()
-	host, _, _ := strings.Cut(addr, ":")
-	os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine "+host+" login "+login+" password "+password+"\n"), 0o600)
-	m := remoteMount(t, home)
-	dir := "ftp/" + login + "@" + addr
+	m, dir := vsftpdMount(t, root)
 
 	src := filepath.Join(t.TempDir(), "big.iso")
 	data := make([]byte, 16<<20)
@@ -296,6 +291,17 @@ func sourceTree(t *testing.T, files int) string {
 	return src
 }
 
+// vsftpdMount serves root with vsftpd (a local user, in ~/.netrc) and
+// mounts wirefs; dir is the server's directory in the namespace.
+func vsftpdMount(t *testing.T, root string, opts ...testsrv.VsftpdOption) (m *Mount, dir string) {
+	t.Helper()
+	addr, login, password := testsrv.Vsftpd(t, root, append([]testsrv.VsftpdOption{testsrv.VsftpdLocalUser()}, opts...)...)
+	home := t.TempDir()
+	host, _, _ := strings.Cut(addr, ":")
+	os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine "+host+" login "+login+" password "+password+"\n"), 0o600)
+	return remoteMount(t, home), "ftp/" + login + "@" + addr
+}
+
 // TestFTPCopyTreeIn: cp -r of a small project into an FTP mount, then
 // what a build does in it (stat of ".", find -ls): every file reaches the
 // server whole with its mode, and the server is asked for no listing of
@@ -308,12 +314,7 @@ func TestFTPCopyTreeIn(t *testing.T) {
 	os.Chmod(root, 0o755)
 	src := sourceTree(t, 5)
 	var srv *testsrv.VsftpdServer
-	addr, login, password := testsrv.Vsftpd(t, root, testsrv.VsftpdLocalUser(), testsrv.VsftpdControl(&srv))
-	home := t.TempDir()
-	host, _, _ := strings.Cut(addr, ":")
-	os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine "+host+" login "+login+" password "+password+"\n"), 0o600)
-	m := remoteMount(t, home)
-	dir := "ftp/" + login + "@" + addr
+	m, dir := vsftpdMount(t, root, testsrv.VsftpdControl(&srv))
 
 	mustOK(t, "log in", bash(t, m, 30*time.Second, `ls "$M/$1" >/dev/null`, dir))
 	lists := srv.Commands("LIST")
@@ -347,12 +348,7 @@ func TestFTPCopyInKilled(t *testing.T) {
 	root := t.TempDir()
 	os.Chmod(root, 0o755)
 	src := sourceTree(t, 80)
-	addr, login, password := testsrv.Vsftpd(t, root, testsrv.VsftpdLocalUser())
-	home := t.TempDir()
-	host, _, _ := strings.Cut(addr, ":")
-	os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine "+host+" login "+login+" password "+password+"\n"), 0o600)
-	m := remoteMount(t, home)
-	dir := "ftp/" + login + "@" + addr
+	m, dir := vsftpdMount(t, root)
 	mustOK(t, "log in", bash(t, m, 30*time.Second, `ls "$M/$1" >/dev/null`, dir))
 
 	done := make(chan Result, 1)

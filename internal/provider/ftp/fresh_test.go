@@ -5,17 +5,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"wirefs/internal/remote"
 	"wirefs/internal/remote/remotetest"
-	"wirefs/internal/testsrv"
 )
 
 // waitPool waits until cond, which reads b's pool under b.mu, holds.
@@ -88,16 +84,7 @@ func TestStoreFreshUnderItsName(t *testing.T) {
 // store succeeds.
 func TestStoreFreshFullDisk(t *testing.T) {
 	f := newFixture(t, map[string]string{"small/": "", "dir/": ""})
-	dir := filepath.Join(f.root, "small")
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
-		testsrv.Unavailable(t, fmt.Sprintf("cannot mount a small tmpfs: %v: %s", err, out))
-	}
-	t.Cleanup(func() { exec.Command("umount", dir).Run() })
-	u, err := user.Lookup(strings.Split(f.server, "@")[0])
-	mustDo(t, err)
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	mustDo(t, os.Chown(dir, uid, gid))
+	dir, uid, gid := f.smallDisk(t, "small", "64k")
 	mustDo(t, os.WriteFile(filepath.Join(dir, "filler"), make([]byte, 56<<10), 0o644))
 
 	b := f.dial(t, remote.Options{})

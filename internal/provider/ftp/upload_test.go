@@ -24,16 +24,7 @@ import (
 // temporary; one that fits replaces it, keeping its mode.
 func TestFailedUploadFullDisk(t *testing.T) {
 	f := newFixture(t, map[string]string{"small/": ""})
-	dir := filepath.Join(f.root, "small")
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
-		testsrv.Unavailable(t, fmt.Sprintf("cannot mount a small tmpfs: %v: %s", err, out))
-	}
-	t.Cleanup(func() { exec.Command("umount", dir).Run() })
-	u, err := user.Lookup(strings.Split(f.server, "@")[0])
-	mustDo(t, err)
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	mustDo(t, os.Chown(dir, uid, gid))
+	dir, uid, gid := f.smallDisk(t, "small", "1m")
 	p := filepath.Join(dir, "f.bin")
 	old := randomBytes(100 << 10)
 	mustDo(t, os.WriteFile(p, old, 0o600))
@@ -41,7 +32,7 @@ func TestFailedUploadFullDisk(t *testing.T) {
 
 	b := f.dial(t, remote.Options{})
 	data := randomBytes(4 << 20)
-	err = b.Store(context.Background(), "/small/f.bin", bytes.NewReader(data), int64(len(data)), 0o644)
+	err := b.Store(context.Background(), "/small/f.bin", bytes.NewReader(data), int64(len(data)), 0o644)
 	// vsftpd says "451 Failure writing to local file.": EIO, not ENOSPC.
 	if err == nil {
 		t.Fatal("a store of 4 MiB into 1 MiB succeeded")
@@ -54,6 +45,23 @@ func TestFailedUploadFullDisk(t *testing.T) {
 	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
 		t.Errorf("the replaced file has mode %v, want the old one's 0600", fi.Mode())
 	}
+}
+
+// smallDisk mounts a tmpfs of size on the fixture's directory name, owned
+// by the FTP user (whose uid and gid it returns with its path).
+func (f *fixture) smallDisk(t *testing.T, name, size string) (dir string, uid, gid int) {
+	t.Helper()
+	dir = filepath.Join(f.root, name)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		testsrv.Unavailable(t, fmt.Sprintf("cannot mount a small tmpfs: %v: %s", err, out))
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	u, err := user.Lookup(strings.Split(f.server, "@")[0])
+	mustDo(t, err)
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	mustDo(t, os.Chown(dir, uid, gid))
+	return dir, uid, gid
 }
 
 // gate is a reader that stops after n bytes until resume is closed,

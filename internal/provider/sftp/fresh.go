@@ -35,11 +35,8 @@ func (b *backend) StoreFresh(ctx context.Context, p string, r io.Reader, size in
 // Store's, not this), and is gone after such a failure.
 func (b *backend) storeFreshInSpare(c *conn, p string, sp *spare, src *source, size int64, perm os.FileMode, left *atomic.Pointer[string]) error {
 	tmp := sp.name
-	left.Store(&tmp)
-	data, err := b.readSmall(c, "store", p, src, size)
+	data, err := b.spareData(c, p, sp, src, size, left)
 	if err != nil {
-		sp.f.Close()
-		b.dropTemp(c, tmp, left)
 		return err
 	}
 	wrote := func(context.Context) (int, error) { return 0, nil }

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-
-	"wirefs/internal/remote/remotetest"
 )
 
 // TestFreshStoresTakeSpares: new small files stored one after another
@@ -21,16 +19,7 @@ func TestFreshStoresTakeSpares(t *testing.T) {
 	e := newEnv(t)
 	b := e.dial(t, alias)
 	dir := t.TempDir()
-	store := func(name string, data []byte, perm os.FileMode) {
-		t.Helper()
-		if err := b.StoreFresh(context.Background(), filepath.Join(dir, name), bytes.NewReader(data), int64(len(data)), perm); err != nil {
-			t.Fatalf("store %s: %v", name, err)
-		}
-		remotetest.CheckIntact(t, filepath.Join(dir, name), data)
-		if fi, _ := os.Stat(filepath.Join(dir, name)); fi.Mode().Perm() != perm {
-			t.Errorf("%s has mode %v, want %v", name, fi.Mode().Perm(), perm)
-		}
-	}
+	store := storeNew(t, dir, b.StoreFresh)
 	store("one.o", []byte("first"), 0o644)
 	store("two.o", []byte("second"), 0o600)
 	spare, ino := spareIn(t, dir)

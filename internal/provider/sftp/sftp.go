@@ -305,11 +305,8 @@ func (b *backend) settle(c *conn, tmp, p string, existed bool, err error, left *
 // directory or link at p (then the data go in place, as storeVia's).
 func (b *backend) storeInSpare(c *conn, p string, sp *spare, src *source, size int64, perm os.FileMode, left *atomic.Pointer[string]) error {
 	tmp := sp.name
-	left.Store(&tmp)
-	data, err := b.readSmall(c, "store", p, src, size)
+	data, err := b.spareData(c, p, sp, src, size, left)
 	if err != nil {
-		sp.f.Close()
-		b.dropTemp(c, tmp, left)
 		return err
 	}
 	again := func() *source { return newSource(src.ctx, bytes.NewReader(data), size) }
@@ -331,6 +328,18 @@ func (b *backend) storeInSpare(c *conn, p string, sp *spare, src *source, size i
 		err = b.keepAttrs(c, p, tmp, old, perm)
 	}
 	return b.settle(c, tmp, p, lerr == nil, err, left)
+}
+
+// spareData reads the data of a store into the spare sp, which left then
+// holds; on failure sp is closed and removed.
+func (b *backend) spareData(c *conn, p string, sp *spare, src *source, size int64, left *atomic.Pointer[string]) ([]byte, error) {
+	left.Store(&sp.name)
+	data, err := b.readSmall(c, "store", p, src, size)
+	if err != nil {
+		sp.f.Close()
+		b.dropTemp(c, sp.name, left)
+	}
+	return data, err
 }
 
 // keepAttrs gives tmp, which has permission perm, the mode and owner of

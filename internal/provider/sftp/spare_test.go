@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,6 +44,23 @@ func keepSpares(t *testing.T) {
 	t.Cleanup(func() { spareIdleMin, spareIdleMax = lo, hi })
 }
 
+// storeNew returns a func that stores a new file in dir with store
+// (Store or StoreFresh) and checks that the server has it whole, with the
+// mode asked for.
+func storeNew(t *testing.T, dir string, store func(context.Context, string, io.Reader, int64, os.FileMode) error) func(name string, data []byte, perm os.FileMode) {
+	return func(name string, data []byte, perm os.FileMode) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := store(context.Background(), p, bytes.NewReader(data), int64(len(data)), perm); err != nil {
+			t.Fatalf("store %s: %v", name, err)
+		}
+		remotetest.CheckIntact(t, p, data)
+		if fi, _ := os.Stat(p); fi.Mode().Perm() != perm {
+			t.Errorf("%s has mode %v, want %v", name, fi.Mode().Perm(), perm)
+		}
+	}
+}
+
 func inode(t *testing.T, p string) uint64 {
 	t.Helper()
 	fi, err := os.Stat(p)
@@ -63,13 +81,7 @@ func TestStoresTakeSpares(t *testing.T) {
 	e := newEnv(t)
 	b := e.dial(t, alias)
 	dir := t.TempDir()
-	store := func(name string, data []byte, perm os.FileMode) {
-		t.Helper()
-		if err := b.Store(context.Background(), filepath.Join(dir, name), bytes.NewReader(data), int64(len(data)), perm); err != nil {
-			t.Fatalf("store %s: %v", name, err)
-		}
-		remotetest.CheckIntact(t, filepath.Join(dir, name), data)
-	}
+	store := storeNew(t, dir, b.Store)
 	store("one.o", []byte("first"), 0o644)
 	store("two.o", []byte("second"), 0o644)
 	spare, ino := spareIn(t, dir)
@@ -85,9 +97,6 @@ func TestStoresTakeSpares(t *testing.T) {
 	store("three.o", []byte("third"), 0o640)
 	if got := inode(t, filepath.Join(dir, "three.o")); got != ino {
 		t.Errorf("three.o is inode %d, not the spare %s (%d): the store did not take it", got, spare, ino)
-	}
-	if fi, _ := os.Stat(filepath.Join(dir, "three.o")); fi.Mode().Perm() != 0o640 {
-		t.Errorf("three.o has mode %v, want 0640", fi.Mode())
 	}
 	// The next spare, untaken, goes once idle.
 	next, _ := spareIn(t, dir)
