@@ -277,6 +277,7 @@ func openCache(dir string, limit int64, log *slog.Logger) (*cache.Cache, error) 
 	if err != nil {
 		return nil, fmt.Errorf("cache %s: %v", dir, err)
 	}
+	files.OnBackground(backgroundProcs)
 	return files, nil
 }
 

@@ -202,6 +202,8 @@ type Cache struct {
 	used    int64      // bytes of clean data on disk
 	// reserved: bytes of prefetches in flight, not yet in used.
 	reserved int64
+
+	working working // OnBackground
 }
 
 // New opens the cache in dir, creating it with mode 0700 (and tightening
@@ -521,6 +523,7 @@ func (c *Cache) Close() error {
 	for _, t := range trees {
 		errs = append(errs, t.close(ctx))
 	}
+	c.working.close()
 	errs = append(errs, c.slot.release())
 	return errors.Join(errs...)
 }

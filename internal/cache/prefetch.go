@@ -26,21 +26,27 @@ import (
 //
 // Both are background work under one per-server gate: at most
 // PrefetchRequests background requests in flight, and none starts while
-// the program's own requests fill the gate; a program's requests never
-// wait for it (they never queue behind prefetch in the cache; a protocol
-// that queues requests itself sees remote.Background). Prefetch stops
-// when the cache's clean data is near its limit, so it never evicts what
-// was read before it (dirty data is never evicted anyway).
+// the program's own requests fill the gate or while a program waits for
+// the answer to a question about names (ask: a stat, a listing of its
+// own); a program's requests never wait for it (they never queue behind
+// prefetch in the cache; a protocol that queues requests itself sees
+// remote.Background). Prefetch stops when the cache's clean data is near
+// its limit, so it never evicts what was read before it (dirty data is
+// never evicted anyway).
 
 // gate is a server's request limiter with two priorities.
 type gate struct {
-	mu   sync.Mutex
-	cap  int           // background requests start only while busy < cap
-	busy int           // requests in flight: foreground and background
-	wake chan struct{} // closed and replaced when busy drops
+	mu     sync.Mutex
+	cap    int           // background requests start only while busy < cap
+	busy   int           // requests in flight: foreground and background
+	asking int           // a program's questions in flight (ask): no background request starts
+	wake   chan struct{} // closed and replaced when busy or asking drops
+	work   *working      // told when background requests start and end
 }
 
-func newGate(n int) *gate { return &gate{cap: n, wake: make(chan struct{})} }
+func newGate(n int, work *working) *gate {
+	return &gate{cap: n, wake: make(chan struct{}), work: work}
+}
 
 // foreground counts a request a program waits for; it never waits.
 func (g *gate) foreground() (done func()) {
@@ -50,21 +56,72 @@ func (g *gate) foreground() (done func()) {
 	return g.done
 }
 
+// ask counts a program's question about names in flight (a stat, a
+// listing it started): it never waits, and no background request starts
+// until every question is answered. Why: a prefetching daemon handles
+// the answers of up to PrefetchRequests fetches (reads them, writes the
+// data files, records them) in the same process as the program's
+// answer, on one P (cmd/wirefs/procs.go): a trace of a stat during a
+// cold grep -r at 10 ms found its goroutines runnable 2-6 ms per stat
+// behind that work, and its answers read late; FTP and 9P stats take
+// three round trips each (LIST over a data connection; walk, getattr,
+// clunk), stats during prefetch took +6 to +15 ms. Paused, the fetches
+// in flight drain in the stat's first round trip and the later ones find
+// the daemon idle. A program's reads do not pause prefetch: they are
+// what it serves (a cold grep -r reads the files fetched ahead, and
+// pausing at its reads slowed it by a sixth over 9P).
+func (g *gate) ask() (done func()) {
+	g.mu.Lock()
+	g.busy++
+	g.asking++
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		g.asking--
+		g.mu.Unlock()
+		g.done()
+	}
+}
+
 // background waits for room for a background request, or ctx's end.
 func (g *gate) background(ctx context.Context) (done func(), err error) {
+	err = g.wait(ctx, func() bool {
+		if g.busy < g.cap && g.asking == 0 {
+			g.busy++
+			return true
+		}
+		return false
+	})
+	if err != nil {
+		return nil, err
+	}
+	g.work.note(1)
+	return func() {
+		g.done()
+		g.work.note(-1)
+	}, nil
+}
+
+// quiet waits until no program's question is in flight, or ctx's end:
+// the work for prefetch outside the gate (spares.go) waits there.
+func (g *gate) quiet(ctx context.Context) error {
+	return g.wait(ctx, func() bool { return g.asking == 0 })
+}
+
+// wait waits until ok (called with g.mu held) is true, or ctx's end.
+func (g *gate) wait(ctx context.Context, ok func() bool) error {
 	for {
 		g.mu.Lock()
-		if g.busy < g.cap {
-			g.busy++
+		if ok() {
 			g.mu.Unlock()
-			return g.done, nil
+			return nil
 		}
 		wake := g.wake
 		g.mu.Unlock()
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 	}
 }

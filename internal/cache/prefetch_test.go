@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -70,6 +71,9 @@ type watched struct {
 	maxInflight int
 	hold        chan struct{} // non-nil: background requests wait here until it is closed
 	held        int           // background requests waiting at hold
+	// asked, when set, is called with the name of every Stat and List
+	// a program asks for (not remote.Background), as it is sent.
+	asked func(op string)
 }
 
 // The writes pass through (for the dirty file of the cache-limit test).
@@ -131,7 +135,22 @@ func (w *watched) begin(ctx context.Context) (end func(), err error) {
 	return end, nil
 }
 
+func (w *watched) Stat(ctx context.Context, p string) (remote.Info, error) {
+	w.ask(ctx, "stat "+p)
+	return w.Backend.Stat(ctx, p)
+}
+
+func (w *watched) ask(ctx context.Context, op string) {
+	w.mu.Lock()
+	asked := w.asked
+	w.mu.Unlock()
+	if asked != nil && !remote.IsBackground(ctx) {
+		asked(op)
+	}
+}
+
 func (w *watched) List(ctx context.Context, p string) ([]remote.Info, error) {
+	w.ask(ctx, "list "+p)
 	w.mu.Lock()
 	w.lists[p]++
 	w.mu.Unlock()
@@ -610,4 +629,94 @@ func TestSpareFor(t *testing.T) {
 	tr.spares.mu.Lock()
 	tr.spares.ids = append(tr.spares.ids, kept...)
 	tr.spares.mu.Unlock()
+}
+
+// TestProgramQuestionsPausePrefetch: a program's stat and its own
+// listing are in flight as questions at the server's gate (ask), and
+// while one is, no background request starts and the spare filler
+// waits; once answered, they go on.
+func TestProgramQuestionsPausePrefetch(t *testing.T) {
+	sizes := map[string]int{}
+	smallFiles(sizes, "dir", 4, 1000)
+	sizes["other/z"] = 500
+	_, root, w := prefetchSetup(t, sizes, 0, Options{})
+	g := root.(*dir).t.gate
+	var asked []string
+	w.mu.Lock()
+	w.asked = func(op string) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		asked = append(asked, fmt.Sprintf("%s asking=%d", path.Base(op), g.asking))
+	}
+	w.mu.Unlock()
+	other := lookup(t, root, "other").(ns.Dir)   // a stat
+	if _, err := other.ReadDir(bg); err != nil { // a listing of its own
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	got := slices.Clone(asked)
+	w.mu.Unlock()
+	if want := []string{"other asking=1", "other asking=1"}; !slices.Equal(got, want) {
+		t.Errorf("the program's requests found the gate %q, want %q", got, want)
+	}
+
+	// While a question is in flight, a background request or a spare
+	// made ahead waits: with their context ended they give up rather
+	// than start.
+	answered := g.ask()
+	ended, cancel := context.WithCancel(bg)
+	cancel()
+	if done, err := g.background(ended); err == nil {
+		done()
+		t.Error("a background request started while a program's question was in flight")
+	}
+	if err := g.quiet(ended); err == nil {
+		t.Error("the spare filler was let go while a program's question was in flight")
+	}
+	answered()
+	done, err := g.background(ended)
+	if err != nil {
+		t.Fatalf("a background request did not start once the question was answered: %v", err)
+	}
+	done()
+	if err := g.quiet(ended); err != nil {
+		t.Errorf("the spare filler waits with no question in flight: %v", err)
+	}
+	g.mu.Lock()
+	busy, asking := g.busy, g.asking
+	g.mu.Unlock()
+	if busy != 0 || asking != 0 {
+		t.Errorf("the gate counts %d requests and %d questions after all ended, want none", busy, asking)
+	}
+}
+
+// TestOnBackground: the cache says when background work starts and,
+// once none has been in flight for a while, when it ended; once each.
+func TestOnBackground(t *testing.T) {
+	sizes := map[string]int{}
+	smallFiles(sizes, "dir", 20, 1000)
+	c, root, w := prefetchSetup(t, sizes, 0, Options{})
+	var mu sync.Mutex
+	var told []bool
+	c.OnBackground(func(working bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		told = append(told, working)
+	})
+	calls := func() []bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(told)
+	}
+	ls(t, lookup(t, root, "dir").(ns.Dir))
+	cat(t, root, "dir/f00")
+	waitFor(t, "the prefetch", prefetched(root, w, root.(*dir).remotePath()+"/dir/f19"))
+	waitFor(t, "the end of the background work", func() bool { return len(calls()) >= 2 })
+	if got := calls(); !slices.Equal(got, []bool{true, false}) {
+		t.Errorf("told %v, want [true false]: working, then done", got)
+	}
+	c.Close()
+	if got := calls(); len(got) != 2 {
+		t.Errorf("told %v, want nothing more at Close", got)
+	}
 }

@@ -106,6 +106,12 @@ func (t *tree) fillSpares() {
 			return
 		}
 		s.mu.Unlock()
+		// Not while a program waits for a stat's answer: this
+		// goroutine's system calls hold the daemon's P (procs.go)
+		// until the runtime takes it back.
+		if t.gate.quiet(t.ctx) != nil {
+			break
+		}
 		id := newID()
 		fd, err := syscall.Open(filepath.Join(t.dir, id+".data"), syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o600)
 		if err != nil {

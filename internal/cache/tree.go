@@ -60,7 +60,7 @@ func newTree(c *Cache, key string, b remote.Backend, opts Options) *tree {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &tree{
 		c: c, key: key, b: b, w: w, o: o, dir: c.sessionDir(key),
-		ctx: ctx, cancel: cancel, readAhead: make(chan struct{}, readAheadPerServer), gate: newGate(o.PrefetchRequests),
+		ctx: ctx, cancel: cancel, readAhead: make(chan struct{}, readAheadPerServer), gate: newGate(o.PrefetchRequests, &c.working),
 		files: map[string]*file{}, dirs: map[string]*dir{}, dirty: map[*file]bool{},
 	}
 	// Failing here only means that nothing can be cached on disk; every
@@ -446,7 +446,9 @@ func (d *dir) Attr(ctx context.Context) (ns.Attr, error) {
 	if !ok {
 		epoch, at := t.c.epoch.Load(), time.Now()
 		var err error
+		done := t.gate.ask()
 		info, err = t.b.Stat(ctx, p)
+		done()
 		switch {
 		case err != nil && p == "/" && ctx.Err() == nil:
 			// Some servers cannot stat their root (or HTTP's "/" is a
@@ -574,7 +576,7 @@ func (d *dir) fetchList(ctx context.Context, c *call, p string) {
 	t := d.t
 	epoch, at := t.c.epoch.Load(), time.Now()
 	if !remote.IsBackground(ctx) {
-		defer t.gate.foreground()()
+		defer t.gate.ask()()
 	}
 	infos, err := t.b.List(ctx, p)
 	names := make(map[string]remote.Info, len(infos))
