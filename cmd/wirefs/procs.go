@@ -36,9 +36,9 @@ var daemonP int
 // prefetch keeps up to 32 fetches in flight whose answers the daemon
 // reads, writes to the cache and records; on one P a program's request
 // waited behind that work for the P (a trace of a stat during a cold
-// grep -r: its goroutines runnable 2-6 ms per stat), and a stat took +2
-// to +4 ms more at 10 ms RTT than with every CPU (bench/RESULTS.md,
-// "Foreground stat during prefetch").
+// grep -r: its goroutines runnable 2-6 ms per stat), and a stat took 1
+// to 6 ms more at 10 ms RTT than with every CPU (bench/RESULTS.md, "A
+// program's stat pauses prefetch, and prefetch gets every CPU").
 func backgroundProcs(working bool) {
 	if daemonP == 0 || daemonP >= runtime.NumCPU() {
 		return
