@@ -36,8 +36,8 @@ var _ remote.FreshStorer = (*Backend)(nil)
 // What it cannot keep: when the network fails in the middle of those few
 // bytes and stays down, the server keeps what arrived under the name until
 // the connection is back and the delete (or the cache's retry, which
-// stores the file again) gets through. A STAT of the name goes ahead of
-// the STOR: a file of that name that another client made meanwhile is
+// stores the file again) gets through. A SIZE of the name goes ahead of
+// the STOR (cheaper for the server than STAT, which lists the directory): a file of that name that another client made meanwhile is
 // replaced as Store would (keeping its mode is Store's, not this), and is
 // not deleted after a failure, which is logged.
 
@@ -57,7 +57,7 @@ const freshWriteWait = time.Second
 // Store does.
 func (b *Backend) StoreFresh(ctx context.Context, p string, r io.Reader, size int64, perm os.FileMode) error {
 	_, noTemp := b.noTemp.Load(path.Dir(p))
-	if size < 0 || size > freshMax || b.tls != nil || b.noStat.Load() || b.inPlace.Load() || noTemp {
+	if size < 0 || size > freshMax || b.tls != nil || b.inPlace.Load() || noTemp {
 		return b.Store(ctx, p, r, size, perm)
 	}
 	data := make([]byte, size)
@@ -66,7 +66,7 @@ func (b *Backend) StoreFresh(ctx context.Context, p string, r io.Reader, size in
 	}
 	b.dropStreams(p)
 	// made: the STOR went and was not refused at once, so the server may
-	// have made p; existed: p's STAT found a file there before it.
+	// have made p; existed: p's SIZE found a file there before it.
 	var noArm, storSent, made, existed bool
 	pc, err := b.use(ctx, true, "store", p, session.Unsent(func() int64 {
 		if storSent {
@@ -81,15 +81,15 @@ func (b *Backend) StoreFresh(ctx context.Context, p string, r io.Reader, size in
 			return nil
 		}
 		sp := b.serverPath(p)
-		if err := pc.send("STAT "+sp, "STOR "+sp, pc.chmodCommand(p, perm), b.passiveVerb()); err != nil {
+		if err := pc.send("SIZE "+sp, "STOR "+sp, pc.chmodCommand(p, perm), b.passiveVerb()); err != nil {
 			return err
 		}
 		storSent, made, pc.arming = true, true, true
-		_, found, err := pc.statReply(p)
+		_, _, err := pc.reply(2) // 213 and the size, or 550: no file
 		if isConnLoss(err) {
 			return err
 		}
-		existed = found
+		existed = err == nil
 		_, _, err = pc.reply(1) // 150, or a refusal
 		if err == nil {
 			_, _, err = pc.reply(2) // 226, or why the transfer failed

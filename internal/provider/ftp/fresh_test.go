@@ -80,8 +80,8 @@ func TestStoreFreshUnderItsName(t *testing.T) {
 
 // TestStoreFreshFullDisk: a fresh store that the server fails half-way
 // (its disk full: 451) leaves nothing under the name, and no temporary;
-// a file of that name another client made meanwhile is replaced when the
-// store succeeds.
+// a file of that name that another client made meanwhile stays after such
+// a failure, and is replaced when the store succeeds.
 func TestStoreFreshFullDisk(t *testing.T) {
 	f := newFixture(t, map[string]string{"small/": "", "dir/": ""})
 	dir, uid, gid := f.smallDisk(t, "small", "64k")
@@ -107,6 +107,17 @@ func TestStoreFreshFullDisk(t *testing.T) {
 		if e.Name() != "filler" {
 			t.Errorf("the failed store left %s on the server", e.Name())
 		}
+	}
+	// A file that another client made under the name meanwhile is not
+	// deleted after a failure (SIZE found it): it was not ours.
+	theirs := filepath.Join(dir, "theirs")
+	mustDo(t, os.WriteFile(theirs, []byte("t"), 0o644))
+	mustDo(t, os.Chown(theirs, uid, gid))
+	if err := b.StoreFresh(ctx, "/small/theirs", bytes.NewReader(data), int64(len(data)), 0o644); err == nil {
+		t.Fatal("a store of 16 KiB into 8 KiB of room succeeded")
+	}
+	if _, err := os.Stat(theirs); err != nil {
+		t.Errorf("a failed fresh store deleted the file another client made under its name: %v", err)
 	}
 
 	other := filepath.Join(f.root, "dir", "made-meanwhile")
