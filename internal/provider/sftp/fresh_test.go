@@ -32,9 +32,10 @@ func TestFreshStoresTakeSpares(t *testing.T) {
 	noTemporaries(t, dir)
 }
 
-// TestFreshStoreFullDisk: a fresh store into a spare that the server's
-// full disk fails (the rename went behind the write, as it does) leaves
-// nothing under the name, and no temporary.
+// TestFreshStoreFullDisk: a fresh store that the server's full disk
+// fails (the rename went behind the write, as it does), into a temporary
+// of its own or into a spare, leaves nothing under the name, and no
+// temporary.
 func TestFreshStoreFullDisk(t *testing.T) {
 	keepSpares(t)
 	e := newEnv(t)
@@ -43,15 +44,22 @@ func TestFreshStoreFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := e.dial(t, alias)
+	n := filepath.Join(dir, "new.bin")
+	data := randomBytes(200<<10, 2) // one write: less than a packet
+	// The first store in the directory: no spare yet, a temporary of its own.
+	err := b.StoreFresh(context.Background(), n, bytes.NewReader(data), int64(len(data)), 0o644)
+	wantErrno(t, "store a new 200 KiB file on a full disk, without a spare", err, syscall.ENOSPC)
+	if _, err := os.Stat(n); !os.IsNotExist(err) {
+		t.Fatalf("a failed store left %s: %v", n, err)
+	}
+	noTemporaries(t, dir)
 	for _, name := range []string{"a", "b"} {
 		if err := b.StoreFresh(context.Background(), filepath.Join(dir, name), bytes.NewReader([]byte(name)), 1, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	spare, _ := spareIn(t, dir)
-	n := filepath.Join(dir, "new.bin")
-	data := randomBytes(200<<10, 2) // one write: less than a packet
-	err := b.StoreFresh(context.Background(), n, bytes.NewReader(data), int64(len(data)), 0o644)
+	err = b.StoreFresh(context.Background(), n, bytes.NewReader(data), int64(len(data)), 0o644)
 	wantErrno(t, "store a new 200 KiB file on a full disk", err, syscall.ENOSPC)
 	if _, err := os.Stat(n); !os.IsNotExist(err) {
 		t.Fatalf("a failed store left %s: %v", n, err)

@@ -226,10 +226,21 @@ func (b *backend) store(ctx context.Context, p string, r io.Reader, size int64, 
 // may exist.
 func (b *backend) storeVia(c *conn, p string, src *source, size int64, perm os.FileMode, fresh bool, left *atomic.Pointer[string]) error {
 	if size >= 0 && size <= int64(c.packet) {
-		if sp := b.takeSpare(c, path.Dir(p)); sp != nil {
-			if fresh && c.posixRename {
-				return b.storeFreshInSpare(c, p, sp, src, size, perm, left)
+		sp := b.takeSpare(c, path.Dir(p))
+		if fresh && c.posixRename {
+			if sp == nil {
+				// A temporary of its own, opened now: one round
+				// trip more.
+				tmp := remote.TempName(p)
+				f, err := c.sftp.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+				if err != nil {
+					return b.explain(c, "store", p, opens, err)
+				}
+				sp = &spare{c: c, name: tmp, f: f}
 			}
+			return b.storeFreshInSpare(c, p, sp, src, size, perm, left)
+		}
+		if sp != nil {
 			return b.storeInSpare(c, p, sp, src, size, perm, left)
 		}
 	}

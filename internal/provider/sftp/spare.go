@@ -39,9 +39,11 @@ const (
 )
 
 // Bounds of how long an unused spare is kept (variables: tests that take
-// spares on a loaded machine lengthen the shortest).
+// spares on a loaded machine lengthen the shortest). At least half a
+// second: a compiler's objects come one per compile, and a spare gone
+// before the next one costs it two round trips.
 var (
-	spareIdleMin = 100 * time.Millisecond
+	spareIdleMin = 500 * time.Millisecond
 	spareIdleMax = 2 * time.Second
 )
 
@@ -71,8 +73,18 @@ func (b *backend) takeSpare(c *conn, dir string) *spare {
 	if s.last == nil {
 		s.last, s.ready, s.opening = map[string]time.Time{}, map[string]*spare{}, map[string]chan struct{}{}
 	}
-	now := time.Now()
 	sp := s.ready[dir]
+	if done := s.opening[dir]; sp == nil && done != nil {
+		// A spare is on its way here, less than a round trip off
+		// (stores that overlap: make -j2): waiting for it costs less
+		// than a temporary of our own, whose open is a round trip
+		// before the data and whose rename another after them.
+		s.mu.Unlock()
+		<-done
+		s.mu.Lock()
+		sp = s.ready[dir]
+	}
+	now := time.Now()
 	if sp != nil {
 		delete(s.ready, dir)
 		sp.timer.Stop()
