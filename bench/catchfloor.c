@@ -13,7 +13,7 @@
  *                                 synchronous wake-up (Linux 6.6); "noread"
  *                                 leaves out the read of the path
  *
- *   catchfloor connect N PORT [sync [self]]
+ *   catchfloor connect N PORT [sync [self|make]]
  *                                 open("/net/tcp/127.0.0.1:PORT") + close N
  *                                 times in a child whose open and openat trap
  *                                 to a minimal C supervisor: receive, read the
@@ -25,7 +25,14 @@
  *                                 "self": the supervisor leaves the connect
  *                                 to the child, which makes it after the open
  *                                 returns (the floor of the fast path's
- *                                 connect in the program's thread)
+ *                                 connect in the program's thread);
+ *                                 "make": the supervisor writes a 64-byte
+ *                                 answer into the child (process_vm_writev)
+ *                                 and replies with a plain SEND, no ADDFD;
+ *                                 the child makes the socket (socket,
+ *                                 TCP_NODELAY) and connects it (the floor of
+ *                                 a design where the program makes its
+ *                                 socket: bench/RESULTS.md, "sixth pass")
  *
  * The loop is what `wirefs run -- catchfloor loop N` times too, so
  *   (wirefs run) - (floor)   is what the Go supervisor adds per call,
@@ -64,6 +71,7 @@
 #endif
 
 static int self_connect; /* connect mode "self" */
+static int make_socket;  /* connect mode "make" */
 
 static void die(const char *what) {
 	fprintf(stderr, "catchfloor: %s: %s\n", what, strerror(errno));
@@ -160,10 +168,19 @@ static void connects(long n, int port) {
 	double *v = calloc(n, sizeof *v);
 	for (long i = -200; i < n; i++) { /* 200 to warm up */
 		double t0 = now_ns();
-		int fd = open(name, O_RDWR);
-		if (fd < 0)
+		int fd;
+		if (make_socket) {
+			/* as the fast-path library: the answer's address in
+			 * openat's fifth argument, the socket made here */
+			unsigned char answer[64];
+			if (syscall(SYS_openat, AT_FDCWD, name, O_RDWR, 0, answer, 0) != 0)
+				die("open");
+			fd = socket(AF_INET, SOCK_STREAM, 0);
+			int one = 1;
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		} else if ((fd = open(name, O_RDWR)) < 0)
 			die("open");
-		if (self_connect) {
+		if (self_connect || make_socket) {
 			struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 			if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
 				die("connect");
@@ -183,6 +200,14 @@ static void serve_connect(int fd, struct seccomp_notif *req, int port) {
 	int arg = req->data.nr == SYS_open ? 0 : 1;
 	struct iovec remote = {(void *)req->data.args[arg], sizeof path};
 	process_vm_readv(req->pid, &local, 1, &remote, 1, 0);
+	if (make_socket) {
+		unsigned char answer[64] = {0};
+		struct iovec lw = {answer, sizeof answer}, rw = {(void *)req->data.args[4], sizeof answer};
+		process_vm_writev(req->pid, &lw, 1, &rw, 1, 0);
+		struct seccomp_notif_resp resp = {.id = req->id};
+		ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+		return;
+	}
 	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int one = 1;
 	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -251,7 +276,7 @@ static void floor_run(long n, int sync, int readpath, int port) {
 
 int main(int argc, char **argv) {
 	if (argc < 3) {
-		fprintf(stderr, "usage: catchfloor loop N [PATH] | floor N [sync|async [noread]] | connect N PORT [sync [self]]\n");
+		fprintf(stderr, "usage: catchfloor loop N [PATH] | floor N [sync|async [noread]] | connect N PORT [sync [self|make]]\n");
 		return 2;
 	}
 	long n = atol(argv[2]);
@@ -261,6 +286,7 @@ int main(int argc, char **argv) {
 		floor_run(n, argc > 3 && strcmp(argv[3], "sync") == 0, !(argc > 4 && strcmp(argv[4], "noread") == 0), 0);
 	else if (strcmp(argv[1], "connect") == 0 && argc > 3) {
 		self_connect = argc > 5 && strcmp(argv[5], "self") == 0;
+		make_socket = argc > 5 && strcmp(argv[5], "make") == 0;
 		floor_run(n, argc > 4 && strcmp(argv[4], "sync") == 0, 1, atoi(argv[3]));
 	} else {
 		fprintf(stderr, "catchfloor: unknown mode %s\n", argv[1]);
