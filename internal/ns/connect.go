@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,18 +22,91 @@ import (
 // program, as for a program that connects by itself, instead of
 // preempting the supervisor while the program waits for it.
 
+//
+// A door whose opener can also make the socket (the fast-path library,
+// in the supervisor's network namespace) says so with WithSocketByOpener;
+// a provider may then answer with MakeSocket: a recipe of the socket
+// (family, type, options) and the address to connect it to, and no socket
+// at all in the daemon. The program's own socket(2) spares the daemon the
+// socket, its hand-over and its close — and the hand-over's wake-ups of
+// the waiting program (SECCOMP_IOCTL_NOTIF_ADDFD), which are most of what
+// a connect through open costs beyond the program's own — and the socket
+// belongs to the program's cgroup, as one it made by itself would (the
+// VIF shaping classifies packets by it). What needs the daemon's rights
+// (a bind to a local address or port) stays an Unconnected socket.
+
 type connectByOpenerKey struct{}
+
+// What an opener can do with a client socket, as the door says.
+const (
+	openerConnects = 1 + iota // connects a socket it is given (Unconnected)
+	openerMakes               // also makes it from a recipe (SocketToMake)
+)
 
 // WithConnectByOpener returns ctx saying that the opener will connect a
 // socket it is given unconnected (an Unconnected handle).
 func WithConnectByOpener(ctx context.Context) context.Context {
-	return context.WithValue(ctx, connectByOpenerKey{}, true)
+	return context.WithValue(ctx, connectByOpenerKey{}, openerConnects)
 }
 
-// ConnectByOpener says whether the door asked with WithConnectByOpener.
+// WithSocketByOpener returns ctx saying that the opener will make and
+// connect a socket from a recipe (a SocketToMake handle), or connect one
+// it is given (Unconnected).
+func WithSocketByOpener(ctx context.Context) context.Context {
+	return context.WithValue(ctx, connectByOpenerKey{}, openerMakes)
+}
+
+// ConnectByOpener says whether the door asked with WithConnectByOpener or
+// WithSocketByOpener.
 func ConnectByOpener(ctx context.Context) bool {
-	b, _ := ctx.Value(connectByOpenerKey{}).(bool)
-	return b
+	v, _ := ctx.Value(connectByOpenerKey{}).(int)
+	return v >= openerConnects
+}
+
+// SocketByOpener says whether the door asked with WithSocketByOpener.
+func SocketByOpener(ctx context.Context) bool {
+	v, _ := ctx.Value(connectByOpenerKey{}).(int)
+	return v >= openerMakes
+}
+
+// SocketRecipe is a client socket for the opener to make and connect:
+// socket(2) of To's family with Type and Protocol, TCP_NODELAY if NoDelay,
+// then connect(2) to To with UserTimeout (if not 0) as TCP_USER_TIMEOUT,
+// which bounds the handshake and is cleared once it is done.
+type SocketRecipe struct {
+	Type, Protocol int
+	To             unix.Sockaddr // *unix.SockaddrInet4 or *unix.SockaddrInet6
+	NoDelay        bool
+	UserTimeout    time.Duration
+}
+
+// SocketToMake is a handle of a socket that the opener makes (only a door
+// that asked with WithSocketByOpener gets one). The daemon holds nothing
+// but what the provider keeps of the open (its live endpoint), which Close
+// releases; the door closes it once the opener has the recipe.
+type SocketToMake interface {
+	Handle
+	Recipe() SocketRecipe
+}
+
+// MakeSocket returns the handle of a socket to make by recipe r; release,
+// if not nil, runs at Close.
+func MakeSocket(r SocketRecipe, release func()) Handle {
+	return &toMake{r: r, release: release}
+}
+
+type toMake struct {
+	r       SocketRecipe
+	release func()
+}
+
+func (m *toMake) Recipe() SocketRecipe { return m.r }
+
+func (m *toMake) Close() error {
+	if m.release != nil {
+		m.release()
+	}
+	return nil
 }
 
 // Unconnected is a handle of a socket whose connect(2) is left to the

@@ -3,6 +3,7 @@ package ns
 import (
 	"context"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,6 +15,37 @@ func TestConnectByOpener(t *testing.T) {
 	}
 	if !ConnectByOpener(WithConnectByOpener(ctx)) {
 		t.Fatal("WithConnectByOpener is not seen")
+	}
+	if SocketByOpener(ctx) || SocketByOpener(WithConnectByOpener(ctx)) {
+		t.Fatal("a context that did not say asks for sockets to make")
+	}
+	// An opener that makes sockets connects given ones too (a provider
+	// that must bind one gives it unconnected).
+	if m := WithSocketByOpener(ctx); !SocketByOpener(m) || !ConnectByOpener(m) {
+		t.Fatal("WithSocketByOpener is not seen")
+	}
+}
+
+// A socket to make gives its recipe; Close runs release, once per Close.
+func TestMakeSocket(t *testing.T) {
+	r := SocketRecipe{Type: unix.SOCK_STREAM, To: &unix.SockaddrInet4{Port: 9, Addr: [4]byte{127, 0, 0, 1}}, NoDelay: true, UserTimeout: time.Second}
+	released := 0
+	h := MakeSocket(r, func() { released++ })
+	m, ok := h.(SocketToMake)
+	if !ok {
+		t.Fatalf("%T is not a SocketToMake", h)
+	}
+	if _, ok := h.(KernelObject); ok {
+		t.Fatal("a socket to make is a kernel object: a door that cannot make it would inject nothing")
+	}
+	if got := m.Recipe(); got != r {
+		t.Fatalf("Recipe = %+v, want %+v", got, r)
+	}
+	if err := h.Close(); err != nil || released != 1 {
+		t.Fatalf("Close: %v, release ran %d times", err, released)
+	}
+	if err := MakeSocket(r, nil).Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 

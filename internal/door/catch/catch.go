@@ -289,6 +289,7 @@ func newServer(ctx context.Context, listener int, n *ns.Namespace, names *names,
 	return &server{
 		fd: listener, names: names, user: n, ptraceMu: ptraceMu, umask: umask,
 		mnt: mnt, served: sv, log: log, ctx: ctx, nsize: max(nsize, int(unsafe.Sizeof(notif{}))),
+		netns: netnsCookie(),
 	}
 }
 

@@ -37,6 +37,7 @@ func TestDecideOpen(t *testing.T) {
 		kernel   = &handleFacts{kernel: true}             // a connected socket, a clean cached file
 		fileH    = &handleFacts{file: true}               // dns/NAME
 		stream   = &handleFacts{}                         // a server's first read accepts
+		toMake   = &handleFacts{toMake: true}             // a client socket the fast-path library makes
 	)
 	call := func(flags int) openCall { return openCall{flags: flags, mode: 0o640} }
 	tests := []struct {
@@ -84,6 +85,8 @@ func TestDecideOpen(t *testing.T) {
 			openPlan{action: openNode, flags: rdonly}},
 		{"a kernel object is injected", openFacts{call: call(rdwr | nonblk | cloexec), door: true, node: endpoint, handle: kernel},
 			openPlan{action: openKernel, flags: rdwr | nonblk | cloexec, fdFlags: cloexec}},
+		{"a socket the library makes: its recipe, with or without a door", openFacts{call: call(rdwr | cloexec), node: endpoint, handle: toMake},
+			openPlan{action: openMake}},
 		{"a kernel object without a door is injected", openFacts{call: call(rdwr), node: endpoint, handle: kernel},
 			openPlan{action: openKernel, flags: rdwr}},
 		{"a clean stored file's kernel file is injected", openFacts{call: call(rdonly), door: true, node: stored, handle: kernel},

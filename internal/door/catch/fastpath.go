@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"wirefs/internal/ns"
 )
 
 // The fast path: a library preloaded into the command's dynamically linked
@@ -48,42 +50,114 @@ const (
 // second copy of the trampoline, at trampAddr + 32, which the filter
 // traps as any other call: from there, the open's fifth and sixth
 // arguments (which openat ignores) are the address of the library's
-// connect answer and connectMagic. The library makes the answer "none"
-// (a length of 0) before the open; the supervisor, before it hands over a
-// descriptor, writes there the address of a socket that the library is
-// to connect in the program's thread (ns.Unconnected), and nothing for a
-// descriptor that is ready as it is. The answer is fastpath.c's struct
-// connect_answer: a u32 length of the address (0: none), a u32 of zeros,
-// then the struct sockaddr.
+// connect answer and a magic number. connectMagic: the library connects a
+// socket it is given; socketMagic: it also makes one. The answer says
+// "none" until the supervisor writes it:
+//   - for a socket the library is to connect (ns.Unconnected), the
+//     address, before the descriptor is handed over (answerConnect);
+//   - for a socket it is to make (ns.SocketToMake), the recipe, and the
+//     open is answered with socketMagic instead of a descriptor
+//     (answerMake): no descriptor changes hands;
+//   - nothing for a descriptor that is ready as it is.
+//
+// The answer is fastpath.c's struct connect_answer, whose layout is
+// described there; these are its offsets.
 const (
-	trampConnectIP   = trampAddr + 32 + 25
-	connectMagic     = 0x77666361_6e737772 // "wfcanswr"
-	connectAnswerMax = 8 + 32
+	trampConnectIP = trampAddr + 32 + 25
+	connectMagic   = 0x77666361_6e737772 // "wfcanswr"
+	socketMagic    = 0x7766736f_636b6574 // "wfsocket"
+
+	answerKind        = 4  // u32 after the address's u32 length
+	answerAddr        = 8  // [32]byte: struct sockaddr_in or sockaddr_in6
+	answerNetns       = 40 // u64: the supervisor's SO_NETNS_COOKIE
+	answerType        = 48 // i32: socket(2)'s type
+	answerProtocol    = 52 // i32: and protocol
+	answerNodelay     = 56 // u32: set TCP_NODELAY
+	answerUserTimeout = 60 // u32: TCP_USER_TIMEOUT in ms while connecting
+	answerSize        = 64
+
+	answerConnect = 0 // the kinds
+	answerMake    = 1
 )
 
 // connectAnswerAt is where the library that made the open n takes its
-// connect answer, or 0 when the library did not make it.
-func connectAnswerAt(n *notif) uint64 {
-	if n.IP != trampConnectIP || n.Args[5] != connectMagic || n.Args[4] == 0 {
-		return 0
+// connect answer (0 when the library did not make it), and whether it
+// makes sockets too.
+func connectAnswerAt(n *notif) (at uint64, makes bool) {
+	if n.IP != trampConnectIP || n.Args[4] == 0 {
+		return 0, false
 	}
-	return n.Args[4]
+	switch n.Args[5] {
+	case connectMagic:
+		return n.Args[4], false
+	case socketMagic:
+		return n.Args[4], true
+	}
+	return 0, false
 }
 
 // writeConnectAnswer writes the connect answer to at addr in process pid.
 func writeConnectAnswer(pid uint32, addr uint64, to unix.Sockaddr) error {
-	var a [connectAnswerMax]byte
-	sn, err := putSockaddr(a[8:], to)
+	var a [answerSize]byte
+	n, err := putAnswer(&a, answerConnect, to)
 	if err != nil {
 		return err
 	}
+	return writeAnswer(pid, addr, a[:n])
+}
+
+// writeSocketAnswer writes the recipe r to at addr in process pid, with
+// netns, the supervisor's network namespace, which the library checks its
+// socket against.
+func writeSocketAnswer(pid uint32, addr uint64, r ns.SocketRecipe, netns uint64) error {
+	var a [answerSize]byte
+	if _, err := putAnswer(&a, answerMake, r.To); err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint64(a[answerNetns:], netns)
+	binary.LittleEndian.PutUint32(a[answerType:], uint32(r.Type))
+	binary.LittleEndian.PutUint32(a[answerProtocol:], uint32(r.Protocol))
+	if r.NoDelay {
+		binary.LittleEndian.PutUint32(a[answerNodelay:], 1)
+	}
+	binary.LittleEndian.PutUint32(a[answerUserTimeout:], uint32(r.UserTimeout.Milliseconds()))
+	return writeAnswer(pid, addr, a[:])
+}
+
+// putAnswer puts an answer's length, kind and address in a and returns
+// how many bytes of a they take.
+func putAnswer(a *[answerSize]byte, kind uint32, to unix.Sockaddr) (int, error) {
+	sn, err := putSockaddr(a[answerAddr:answerNetns], to)
+	if err != nil {
+		return 0, err
+	}
 	binary.LittleEndian.PutUint32(a[0:], uint32(sn))
-	n := 8 + sn
-	got, err := writeRemote(pid, addr, a[:n])
-	if err == nil && got != n {
+	binary.LittleEndian.PutUint32(a[answerKind:], kind)
+	return answerAddr + sn, nil
+}
+
+func writeAnswer(pid uint32, addr uint64, b []byte) error {
+	got, err := writeRemote(pid, addr, b)
+	if err == nil && got != len(b) {
 		err = syscall.EFAULT
 	}
 	return err
+}
+
+// netnsCookie is the network namespace of this process (SO_NETNS_COOKIE
+// of a socket of its), or 0 when the kernel cannot tell (before Linux
+// 5.14): the library then makes no sockets.
+func netnsCookie() uint64 {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0
+	}
+	defer unix.Close(fd)
+	c, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
+	if err != nil {
+		return 0
+	}
+	return c
 }
 
 // putSockaddr writes sa into b as struct sockaddr_in or sockaddr_in6 and

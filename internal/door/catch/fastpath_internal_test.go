@@ -2,12 +2,21 @@ package catch
 
 import (
 	"bufio"
+	"encoding/binary"
+	"fmt"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"wirefs/internal/ns"
 )
 
 // TestFastPathAgrees: the library's test of a name (fastpath.c's local)
@@ -142,5 +151,42 @@ func TestFastPathRealpath(t *testing.T) {
 		if lines[i] != want {
 			t.Errorf("%.80q: %s, want %s", name, lines[i], want)
 		}
+	}
+}
+
+// TestConnectAnswerLayout: fastpath.go writes the connect answer where
+// fastpath.c's struct connect_answer has its fields, with its constants.
+func TestConnectAnswerLayout(t *testing.T) {
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler (scripts/setup.sh installs it)")
+	}
+	bin := filepath.Join(t.TempDir(), "answerlayout")
+	if out, err := exec.Command("cc", "-O2", "-o", bin, "testdata/answerlayout.c").CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v %s", err, out)
+	}
+	out, err := exec.Command(bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintln(answerKind, answerAddr, answerNetns, answerType, answerProtocol, answerNodelay,
+		answerUserTimeout, answerSize, answerConnect, answerMake, connectMagic, socketMagic)
+	if string(out) != want {
+		t.Fatalf("fastpath.c: %q\nfastpath.go: %q", out, want)
+	}
+}
+
+// TestWriteSocketAnswer: a recipe's answer, as the library reads it.
+func TestWriteSocketAnswer(t *testing.T) {
+	var a [answerSize]byte
+	r := ns.SocketRecipe{Type: syscall.SOCK_STREAM, To: &unix.SockaddrInet6{Port: 8080, Addr: [16]byte{15: 1}}, NoDelay: true, UserTimeout: 1500 * time.Millisecond}
+	if err := writeSocketAnswer(uint32(os.Getpid()), uint64(uintptr(unsafe.Pointer(&a[0]))), r, 42); err != nil {
+		t.Fatal(err)
+	}
+	u32 := func(off int) uint32 { return binary.LittleEndian.Uint32(a[off:]) }
+	if u32(0) != unix.SizeofSockaddrInet6 || u32(answerKind) != answerMake ||
+		binary.LittleEndian.Uint16(a[answerAddr:]) != unix.AF_INET6 || binary.BigEndian.Uint16(a[answerAddr+2:]) != 8080 ||
+		a[answerAddr+8+15] != 1 || binary.LittleEndian.Uint64(a[answerNetns:]) != 42 ||
+		u32(answerType) != syscall.SOCK_STREAM || u32(answerProtocol) != 0 || u32(answerNodelay) != 1 || u32(answerUserTimeout) != 1500 {
+		t.Fatalf("answer % x", a)
 	}
 }

@@ -49,6 +49,7 @@ type nodeFacts struct {
 type handleFacts struct {
 	kernel bool // an ns.KernelObject that gave its file
 	file   bool // an ns.ReaderAt: a file, not a stream
+	toMake bool // an ns.SocketToMake: the opener makes the socket
 }
 
 // openAction is what the server does next for an open.
@@ -62,6 +63,7 @@ const (
 	openPrivate                      // open the name on the private door with plan.flags and plan.mode, inject that fd
 	openKernel                       // inject the handle's kernel object (O_NONBLOCK as in plan.flags)
 	openServe                        // inject an fd on the private door's pending name for the handle, opened with plan.flags
+	openMake                         // tell the fast-path library to make the handle's socket (ns.SocketToMake)
 )
 
 // openPlan is decideOpen's answer.
@@ -152,6 +154,8 @@ func decideFound(f openFacts) openPlan {
 		return c.byName(flags)
 	case f.handle == nil:
 		return openPlan{action: openNode, flags: flags &^ (syscall.O_CLOEXEC | openOnly)}
+	case f.handle.toMake:
+		return openPlan{action: openMake}
 	case f.handle.kernel:
 		// Connected sockets, and stored files complete and clean in
 		// the cache (opened read-only: the cache's data file).
@@ -196,11 +200,14 @@ type opening struct {
 	h     ns.Handle // the node's handle, once opened
 	kf    *os.File  // h's kernel file, when it gave one
 	// answerAt is where the fast-path library that made the call
-	// takes the answer of a socket it is to connect (0: not such a
-	// call; fastpath.go), connectTo the address it connects to (nil:
-	// the descriptor is ready as it is), and socket that socket
+	// takes the answer of a socket it is to connect or make (0: not
+	// such a call; fastpath.go), makes whether it may make one (it
+	// can, and it runs in this process's network namespace, which it
+	// checks), connectTo the address it connects to (nil: the
+	// descriptor is ready as it is), and socket that socket
 	// (ns.Unconnected), which has no kf.
 	answerAt  uint64
+	makes     bool
 	connectTo unix.Sockaddr
 	socket    int
 }
@@ -214,7 +221,9 @@ func (s *server) open(ctx context.Context, n *notif, c call, w where) {
 		s.respond(n.ID, 0, errno)
 		return
 	}
-	o := &opening{n: n, c: c, w: w, ctx: ctx, facts: openFacts{call: oc, door: s.mnt != ""}, answerAt: connectAnswerAt(n)}
+	o := &opening{n: n, c: c, w: w, ctx: ctx, facts: openFacts{call: oc, door: s.mnt != ""}}
+	o.answerAt, o.makes = connectAnswerAt(n)
+	o.makes = o.makes && s.netns != 0
 	plan := decideOpen(o.facts)
 	if plan.action == openLookup {
 		s.lookup(o)
@@ -248,10 +257,15 @@ func (s *server) openNode(o *opening, flags int) bool {
 	c := s.caller(o.n.Pid)
 	ctx := o.ctx
 	if o.answerAt != 0 && flags&syscall.O_NONBLOCK == 0 {
-		// The library connects a socket in the program's thread;
-		// an O_NONBLOCK open still gets one connected here and
-		// made non-blocking, as documented.
-		ctx = ns.WithConnectByOpener(ctx)
+		// The library connects a socket in the program's thread,
+		// and makes it there when it can; an O_NONBLOCK open still
+		// gets one connected here and made non-blocking, as
+		// documented.
+		if o.makes {
+			ctx = ns.WithSocketByOpener(ctx)
+		} else {
+			ctx = ns.WithConnectByOpener(ctx)
+		}
 	}
 	t0 := s.tm.start()
 	h, err := o.node.(ns.Opener).Open(ctx, c, flags)
@@ -263,7 +277,9 @@ func (s *server) openNode(o *opening, flags int) bool {
 	o.h = h
 	_, file := h.(ns.ReaderAt)
 	o.facts.handle = &handleFacts{file: file}
-	if u, ok := h.(ns.Unconnected); ok {
+	if _, ok := h.(ns.SocketToMake); ok {
+		o.facts.handle.toMake = true
+	} else if u, ok := h.(ns.Unconnected); ok {
 		// A new socket, handed over as it is (no os.File).
 		o.socket, o.connectTo = u.Socket(), u.ConnectTo()
 		o.facts.handle.kernel = true
@@ -296,9 +312,36 @@ func (s *server) actOpen(o *opening, plan openPlan) {
 		s.injectKernel(o, plan.flags, plan.fdFlags)
 	case openServe:
 		s.injectServed(o, plan.flags, plan.fdFlags)
+	case openMake:
+		s.answerMake(o)
 	default:
 		s.respond(n.ID, 0, syscall.ENOSYS) // not reached: decideOpen's other answers are handled by open
 	}
+}
+
+// answerMake has the fast-path library make and connect the socket of
+// o.h (ns.SocketToMake) itself: the recipe is written into its answer,
+// and the open answered with socketMagic instead of a descriptor. No
+// descriptor changes hands, so there is no ADDFD, whose wake-ups of the
+// waiting program (a plain complete(), and its completion back) land on
+// an idle CPU, while the plain reply's stays on this one
+// (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP).
+func (s *server) answerMake(o *opening) {
+	defer s.tm.end(phInject, s.tm.start())
+	// What the provider keeps of the open (its live endpoint) goes
+	// once the program has its answer, as after a hand-over.
+	defer o.h.Close()
+	n := o.n
+	// The answer goes to the process the notification names: it must
+	// still be waiting (its pid not yet another's).
+	if !s.valid(n.ID) {
+		return
+	}
+	if err := writeSocketAnswer(n.Pid, o.answerAt, o.h.(ns.SocketToMake).Recipe(), s.netns); err != nil {
+		s.fail(n, o.c, o.w, ns.Errorf(syscall.EFAULT, "the fast path's answer: %v", err))
+		return
+	}
+	s.respond(n.ID, socketMagic, 0)
 }
 
 // injectServed hands the target an fd on the private door for the

@@ -37,6 +37,7 @@ type server struct {
 	umask    int     // the supervisor's own
 	pacing   uint64  // Options.Pace
 	ids      credSource
+	netns    uint64 // this process's network namespace (netnsCookie), 0: unknown
 	// Namespace calls being served, for the watchdog (watchdog.go).
 	busyMu   sync.Mutex
 	busy     map[*serving]struct{}

@@ -256,6 +256,86 @@ func TestTCPConnectByOpener(t *testing.T) {
 	}
 }
 
+// An opener that makes sockets itself (ns.WithSocketByOpener) gets a
+// client's recipe — the address, TCP_NODELAY, the connect timeout as its
+// user timeout — and no socket in the daemon; it shows as a live endpoint
+// until closed. A fixed source address or port (the daemon's bind, after
+// its rights check) gives an unconnected socket; several addresses and
+// sub-second timeouts a connected one, as for WithConnectByOpener.
+func TestTCPSocketByOpener(t *testing.T) {
+	e := newEnv(t)
+	e.p.ConnectTimeout = 2 * time.Second
+	ln := listenTCP(t, "127.0.0.1:0")
+	port := portOf(ln.Addr())
+	ctx := ns.WithSocketByOpener(tctx(t))
+	base := leakcheck.Take(t)
+	h, err := e.openAs(ctx, e.self, "tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := h.(heldHandle).Handle.(ns.SocketToMake)
+	if !ok {
+		t.Fatalf("handle %T, want ns.SocketToMake", h.(heldHandle).Handle)
+	}
+	r := m.Recipe()
+	to, ok := r.To.(*unix.SockaddrInet4)
+	if !ok || to.Port != port || to.Addr != [4]byte{127, 0, 0, 1} || r.Type != unix.SOCK_STREAM || r.Protocol != 0 ||
+		!r.NoDelay || r.UserTimeout != 2*time.Second {
+		t.Fatalf("recipe %+v (to %#v), want a TCP socket with TCP_NODELAY to 127.0.0.1:%d, 2 s to connect", r, r.To, port)
+	}
+	if e.p.Live() != 1 {
+		t.Errorf("%d live endpoints, want 1", e.p.Live())
+	}
+	h.Close()
+	if e.p.Live() != 0 {
+		t.Errorf("%d live endpoints after close, want 0", e.p.Live())
+	}
+	base.Check(t) // no socket was made
+
+	ln6 := listenTCP(t, "[::1]:0")
+	h6, err := e.openAs(ctx, e.self, "tcp", fmt.Sprintf("[::1]:%d", portOf(ln6.Addr())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h6.Close()
+	if m, ok := h6.(heldHandle).Handle.(ns.SocketToMake); !ok {
+		t.Errorf("handle %T for [::1], want ns.SocketToMake", h6.(heldHandle).Handle)
+	} else if to6, ok := m.Recipe().To.(*unix.SockaddrInet6); !ok || to6.Addr != [16]byte{15: 1} {
+		t.Errorf("recipe to %#v, want [::1]", m.Recipe().To)
+	}
+
+	// A fixed source address: the daemon binds it.
+	lport := freePort(t, "tcp")
+	hb, err := e.openAs(ctx, e.self, "tcp", fmt.Sprintf("127.0.0.1:%d:127.0.0.1:%d", lport, port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hb.Close()
+	if u, ok := hb.(heldHandle).Handle.(ns.Unconnected); !ok {
+		t.Errorf("handle %T with a fixed source, want ns.Unconnected", hb.(heldHandle).Handle)
+	} else if sa, err := unix.Getsockname(u.Socket()); err != nil || sa.(*unix.SockaddrInet4).Port != lport {
+		t.Errorf("the daemon's socket is bound to %v, %v; want port %d", sa, err, lport)
+	}
+	// Two addresses (::1 and 127.0.0.1): the daemon tries them in turn.
+	h2, err := e.openAs(ctx, e.self, "tcp", fmt.Sprintf("localhost.test:%d", portOf(ln6.Addr())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Close()
+	if _, ok := h2.(heldHandle).Handle.(ns.KernelObject); !ok {
+		t.Errorf("handle %T for a name of two addresses, want a connected socket", h2.(heldHandle).Handle)
+	}
+	e.p.ConnectTimeout = 500 * time.Millisecond
+	h3, err := e.openAs(ctx, e.self, "tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h3.Close()
+	if _, ok := h3.(heldHandle).Handle.(ns.SocketToMake); ok {
+		t.Error("a connect timeout of 500 ms gave a socket to make")
+	}
+}
+
 // Without the door's word, a client open connects (the FUSE door, a
 // static program under the catcher).
 func TestTCPConnectNotByOpener(t *testing.T) {

@@ -54,6 +54,11 @@ func (p *Provider) dialTCP(ctx context.Context, name string, n Name, c ns.Caller
 			return nil, err
 		}
 	}
+	if len(remotes) == 1 && !local.IsValid() && ns.SocketByOpener(ctx) && openerBounds(p.ConnectTimeout) {
+		// Nothing of the daemon's in the socket (no bind, no rights
+		// to check): the opener makes it.
+		return ns.MakeSocket(recipeTCP(remotes[0], p.ConnectTimeout), p.track("tcp", name, c)), nil
+	}
 	if len(remotes) == 1 && ns.ConnectByOpener(ctx) && openerBounds(p.ConnectTimeout) {
 		fd, to, err := socketForOpener(remotes[0], local, p.ConnectTimeout)
 		if err != nil {
@@ -101,10 +106,7 @@ func connectTCP(ctx context.Context, remote, local netip.AddrPort, timeout time.
 // valid), set up (setupTCP) but not connected, and the address to
 // connect it to.
 func socketTCP(remote, local netip.AddrPort) (int, unix.Sockaddr, error) {
-	family := unix.AF_INET6
-	if remote.Addr().Unmap().Is4() && (!local.IsValid() || local.Addr().Unmap().Is4()) {
-		family = unix.AF_INET
-	}
+	family := tcpFamily(remote, local)
 	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, nil, os.NewSyscallError("socket", err)
@@ -114,6 +116,27 @@ func socketTCP(remote, local netip.AddrPort) (int, unix.Sockaddr, error) {
 		return -1, nil, err
 	}
 	return fd, sockaddr(family, remote), nil
+}
+
+// tcpFamily is the address family of a connection to remote from local
+// (if valid): IPv4 when both are.
+func tcpFamily(remote, local netip.AddrPort) int {
+	if remote.Addr().Unmap().Is4() && (!local.IsValid() || local.Addr().Unmap().Is4()) {
+		return unix.AF_INET
+	}
+	return unix.AF_INET6
+}
+
+// recipeTCP is the socket of a connection to remote, with no fixed
+// source, for an opener that makes it (ns.SocketToMake): set up as
+// socketForOpener's.
+func recipeTCP(remote netip.AddrPort, timeout time.Duration) ns.SocketRecipe {
+	return ns.SocketRecipe{
+		Type:        unix.SOCK_STREAM,
+		To:          sockaddr(tcpFamily(remote, netip.AddrPort{}), remote),
+		NoDelay:     true,
+		UserTimeout: timeout,
+	}
 }
 
 // socketForOpener is socketTCP for an opener that connects the socket

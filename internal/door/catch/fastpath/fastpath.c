@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -58,22 +59,50 @@ static tramp_fn tramp; // NULL: no fast path
 // A second copy of the trampoline, at TRAMP_ADDR + TRAMP_CAUGHT, makes
 // the opens of names that are not local. The filter traps calls from it
 // as any other; what its address tells the supervisor is that this
-// library made the open and takes a connect answer: fastpath.go's
-// trampConnectIP, connectMagic and the layout below.
+// library made the open and takes a connect answer: the open's fifth
+// argument is the answer's address, its sixth one of the magic numbers
+// below (fastpath.go's trampConnectIP, connectMagic, socketMagic).
 #define TRAMP_CAUGHT 32
 static tramp_fn tramp_caught;
 
-// connect_answer is the answer to an open made through tramp_caught:
-// addrlen 0 (as the library sets it before the open, and the supervisor
-// leaves it) when the descriptor is ready as it is, else the address the
-// supervisor wrote, to connect the socket to (it is new, blocking, set up
-// and bound by the daemon, its connect timeout its TCP_USER_TIMEOUT).
+// connect_answer is the answer to an open made through tramp_caught; this
+// is the one description of its layout (fastpath.go writes it at the
+// offsets named answer* there, TestConnectAnswerLayout compiles this
+// struct to check them). The library sets addrlen to 0 before the open.
+//   kind ANSWER_CONNECT: the open returned a descriptor, ready as it is
+//     when addrlen stays 0, else a socket to connect to addr (new,
+//     blocking, set up and bound by the daemon, its connect timeout its
+//     TCP_USER_TIMEOUT).
+//   kind ANSWER_MAKE: the open returned SOCKET_MAGIC, no descriptor: the
+//     library makes the socket itself (socket(2) of addr's family, type,
+//     protocol; TCP_NODELAY if nodelay; TCP_USER_TIMEOUT user_timeout ms
+//     if not 0) and connects it to addr — unless the socket's network
+//     namespace is not the supervisor's (netns, its SO_NETNS_COOKIE),
+//     when the open is made again asking for a socket the daemon makes.
 struct connect_answer {
-	uint32_t addrlen;
-	uint32_t zero;
-	unsigned char addr[32];
+	uint32_t addrlen;       // of addr; 0: no address
+	uint32_t kind;          // ANSWER_CONNECT or ANSWER_MAKE
+	unsigned char addr[32]; // struct sockaddr_in or sockaddr_in6
+	uint64_t netns;         // ANSWER_MAKE: the supervisor's SO_NETNS_COOKIE
+	int32_t type;           // ANSWER_MAKE: socket(2)'s type
+	int32_t protocol;       // and protocol
+	uint32_t nodelay;       // set TCP_NODELAY
+	uint32_t user_timeout;  // TCP_USER_TIMEOUT (ms) while connecting, 0: none
 };
+_Static_assert(sizeof(struct connect_answer) == 64, "fastpath.go's answerSize");
+#define ANSWER_CONNECT 0
+#define ANSWER_MAKE 1
+// CONNECT_MAGIC: the library connects a socket it is given (ANSWER_CONNECT
+// only); SOCKET_MAGIC: it also makes one (ANSWER_MAKE).
 #define CONNECT_MAGIC 0x776663616e737772L // "wfcanswr"
+#define SOCKET_MAGIC 0x7766736f636b6574L  // "wfsocket"
+
+// netns_differs is set once a socket made here was found in another
+// network namespace than the supervisor's (this program, or one of its
+// threads, entered one): from then on every open asks for the daemon's
+// socket, as before the library made its own — correct in every
+// namespace, only slower.
+static int netns_differs;
 
 #define MAX_FIRSTS 64
 static const char *firsts[MAX_FIRSTS];
@@ -209,26 +238,17 @@ static mode_t open_mode(int flags, va_list ap) {
 	return 0;
 }
 
-// open_caught makes an open that traps, through tramp_caught, and when
-// the supervisor answers with a socket to connect, connects it here, in
-// the program's thread, as socket(2) and connect(2) would: the wait for
-// the server is this thread's, and a signal is the kernel's affair (a
-// handler with SA_RESTART resumes the connect, one without makes it —
-// and the open — fail with EINTR). A failed connect closes the socket
-// and the open fails with its errno (ECONNREFUSED, ETIMEDOUT from the
-// user timeout, ...); a connected one gets its user timeout cleared, as
-// the daemon clears its connect timeout.
-static int open_caught(const char *name, int flags, mode_t mode) {
-	struct connect_answer a;
-	a.addrlen = 0;
-	long fd = tramp_caught(SYS_openat, AT_FDCWD, (long)name, flags, mode, (long)&a, CONNECT_MAGIC);
-	if (fd < 0 && fd > -4096) {
-		errno = -fd;
-		return -1;
-	}
-	if (a.addrlen == 0 || a.addrlen > sizeof a.addr)
-		return fd;
-	if (raw(SYS_connect, fd, (long)a.addr, a.addrlen, 0, 0) != 0) {
+// connect_answered connects the socket fd to the answer's address, here,
+// in the program's thread, as connect(2) would: the wait for the server
+// is this thread's, and a signal is the kernel's affair (a handler with
+// SA_RESTART resumes the connect, one without makes it — and the open —
+// fail with EINTR). A failed connect closes the socket and the open fails
+// with its errno (ECONNREFUSED, ETIMEDOUT from the user timeout, ...); a
+// connected one gets its user timeout cleared, as the daemon clears its
+// connect timeout. The connect is raw, not the trampoline's: wirefs nice
+// traps connect to pace the socket.
+static int connect_answered(long fd, const struct connect_answer *a) {
+	if (raw(SYS_connect, fd, (long)a->addr, a->addrlen, 0, 0) != 0) {
 		int e = errno;
 		raw(SYS_close, fd, 0, 0, 0, 0);
 		errno = e;
@@ -237,6 +257,68 @@ static int open_caught(const char *name, int flags, mode_t mode) {
 	int zero = 0;
 	raw(SYS_setsockopt, fd, IPPROTO_TCP, TCP_USER_TIMEOUT, (long)&zero, sizeof zero);
 	return fd;
+}
+
+static int open_caught(const char *name, int flags, mode_t mode);
+
+// make_socket makes the socket of an ANSWER_MAKE answer, close-on-exec if
+// the open asked for it (as the daemon's would have been given), and
+// connects it. Its system calls but connect are the trampoline's: none
+// is one the filter traps.
+static int make_socket(const struct connect_answer *a, const char *name, int flags, mode_t mode) {
+	sa_family_t family;
+	memcpy(&family, a->addr, sizeof family);
+	long fd = tramp(SYS_socket, family, a->type | (flags & O_CLOEXEC ? SOCK_CLOEXEC : 0), a->protocol, 0, 0, 0);
+	if (fd < 0) {
+		errno = -fd;
+		return -1;
+	}
+	uint64_t netns = 0;
+	socklen_t len = sizeof netns;
+	if (tramp(SYS_getsockopt, fd, SOL_SOCKET, SO_NETNS_COOKIE, (long)&netns, (long)&len, 0) != 0 || netns != a->netns) {
+		tramp(SYS_close, fd, 0, 0, 0, 0, 0);
+		__atomic_store_n(&netns_differs, 1, __ATOMIC_RELAXED);
+		return open_caught(name, flags, mode);
+	}
+	int one = 1;
+	long r = 0;
+	if (a->nodelay)
+		r = tramp(SYS_setsockopt, fd, IPPROTO_TCP, TCP_NODELAY, (long)&one, sizeof one, 0);
+	if (r == 0 && a->user_timeout != 0)
+		r = tramp(SYS_setsockopt, fd, IPPROTO_TCP, TCP_USER_TIMEOUT, (long)&a->user_timeout, sizeof a->user_timeout, 0);
+	if (r != 0) {
+		tramp(SYS_close, fd, 0, 0, 0, 0, 0);
+		errno = -r;
+		return -1;
+	}
+	return connect_answered(fd, a);
+}
+
+// open_caught makes an open that traps, through tramp_caught, and
+// connects the socket the supervisor answers with, or makes and connects
+// the one it describes.
+static int open_caught(const char *name, int flags, mode_t mode) {
+	struct connect_answer a;
+	a.addrlen = 0;
+	a.kind = ANSWER_CONNECT;
+	long magic = __atomic_load_n(&netns_differs, __ATOMIC_RELAXED) ? CONNECT_MAGIC : SOCKET_MAGIC;
+	long fd = tramp_caught(SYS_openat, AT_FDCWD, (long)name, flags, mode, (long)&a, magic);
+	if (fd == SOCKET_MAGIC) {
+		if (a.kind != ANSWER_MAKE || a.addrlen < sizeof(sa_family_t) || a.addrlen > sizeof a.addr) {
+			errno = EPROTO; // not reached: the supervisor answers so only with its recipe
+			return -1;
+		}
+		return make_socket(&a, name, flags, mode);
+	}
+	if (fd < 0 && fd > -4096) {
+		errno = -fd;
+		return -1;
+	}
+	// An open restarted after a signal keeps what an earlier answer
+	// wrote: only a connect answer's address means "connect".
+	if (a.kind != ANSWER_CONNECT || a.addrlen == 0 || a.addrlen > sizeof a.addr)
+		return fd;
+	return connect_answered(fd, &a);
 }
 
 static int do_openat(int dirfd, const char *name, int flags, mode_t mode) {

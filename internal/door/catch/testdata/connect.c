@@ -9,15 +9,23 @@
  *   restart   the same, with SA_RESTART
  *   nonblock  the open asks for O_NONBLOCK; prints "nonblocking" if the
  *             descriptor is
+ *   cloexec   the open asks for O_CLOEXEC; prints "cloexec" if the
+ *             descriptor is
+ *   echo      writes a line to the connection and reads it back (an echo
+ *             server): prints "echo ok" or why not
+ *   owner     prints "owner UID": the user that owns the socket, as
+ *             /proc/net/tcp shows it (whoever made it)
  * The handler prints "alarm". */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -45,6 +53,53 @@ static void *watch(void *arg) {
 	return NULL;
 }
 
+/* echo writes a line to fd and reads it back. */
+static void echo(int fd) {
+	const char line[] = "ping through the socket\n";
+	char buf[sizeof line];
+	size_t got = 0;
+	if (write(fd, line, sizeof line - 1) != (ssize_t)(sizeof line - 1)) {
+		printf("echo: write: %s\n", strerrorname_np(errno));
+		return;
+	}
+	while (got < sizeof line - 1) {
+		ssize_t n = read(fd, buf + got, sizeof line - 1 - got);
+		if (n <= 0) {
+			printf("echo: read: %zd %s\n", n, n < 0 ? strerrorname_np(errno) : "EOF");
+			return;
+		}
+		got += n;
+	}
+	printf(memcmp(buf, line, got) == 0 ? "echo ok\n" : "echo: other bytes\n");
+}
+
+/* owner prints the uid /proc/net/tcp shows for the socket fd. */
+static void owner(int fd) {
+	struct sockaddr_in sa;
+	socklen_t len = sizeof sa;
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0 || sa.sin_family != AF_INET) {
+		printf("owner: not an IPv4 socket\n");
+		return;
+	}
+	char want[16], line[256];
+	snprintf(want, sizeof want, ":%04X", ntohs(sa.sin_port));
+	FILE *f = fopen("/proc/net/tcp", "r");
+	while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+		char local[64];
+		unsigned uid;
+		/* sl local rem st tx:rx tr:when retrnsmt uid */
+		if (sscanf(line, "%*s %63s %*s %*s %*s %*s %*s %u", local, &uid) == 2 &&
+			strlen(local) > strlen(want) && strcmp(local + strlen(local) - strlen(want), want) == 0) {
+			printf("owner %u\n", uid);
+			fclose(f);
+			return;
+		}
+	}
+	printf("owner: not in /proc/net/tcp\n");
+	if (f != NULL)
+		fclose(f);
+}
+
 static void alarmed(int sig) {
 	(void)sig;
 	write(1, "alarm\n", 6);
@@ -53,7 +108,7 @@ static void alarmed(int sig) {
 int main(int argc, char **argv) {
 	if (argc < 2)
 		return 2;
-	int flags = O_RDWR;
+	int flags = O_RDWR, echoes = 0, owners = 0;
 	opener = gettid();
 	for (int i = 2; i < argc; i++) {
 		if (strcmp(argv[i], "watch") == 0) {
@@ -69,6 +124,12 @@ int main(int argc, char **argv) {
 			setitimer(ITIMER_REAL, &it, NULL);
 		} else if (strcmp(argv[i], "nonblock") == 0) {
 			flags |= O_NONBLOCK;
+		} else if (strcmp(argv[i], "cloexec") == 0) {
+			flags |= O_CLOEXEC;
+		} else if (strcmp(argv[i], "echo") == 0) {
+			echoes = 1;
+		} else if (strcmp(argv[i], "owner") == 0) {
+			owners = 1;
 		} else {
 			return 2;
 		}
@@ -86,6 +147,12 @@ int main(int argc, char **argv) {
 		printf("not a socket\n");
 	if (fcntl(fd, F_GETFL) & O_NONBLOCK)
 		printf("nonblocking\n");
+	if (fcntl(fd, F_GETFD) & FD_CLOEXEC)
+		printf("cloexec\n");
+	if (echoes)
+		echo(fd);
+	if (owners)
+		owner(fd);
 	close(fd);
 	return 0;
 }
