@@ -23,7 +23,10 @@
 #       of 500 per run), and under a minimal C supervisor that does only
 #       receive, read, connect, ADDFD (catchfloor connect: the floor), or
 #       only receive, read, socket, ADDFD, the program connecting (the
-#       floor of the fast path's connect in the program's thread);
+#       floor of a connect in the program's thread of a socket the daemon
+#       made), or only receive, read, the answer written into the program
+#       and a plain reply, the program making its socket and connecting it
+#       (catchfloor connect ... make: the floor of the fast path's design);
 #   (d) 1 GiB written to the injected socket vs a raw one (nb xfer),
 #       alternating raw and injected runs, and which of them goes first.
 # Wall times include starting wirefs run (and PRoot) once per run.
@@ -164,13 +167,14 @@ P_DRAIN=5201 P_SINK=5202 GIB=1073741824
 start_server drain $P_DRAIN 0
 start_server sink $P_SINK $GIB
 first() { "$@" | awk '{ print $1 }'; } # nb's per-operation median
-raw=() file=() fileb=() cfl=() cfs=()
+raw=() file=() fileb=() cfl=() cfs=() cfm=()
 for _ in $(seq "$RUNS"); do
 	raw+=("$(first "$NB" connect raw:127.0.0.1:$P_DRAIN -n 500)")
 	file+=("$(first "${RUN[@]}" "$NB" connect file:/net/tcp/127.0.0.1:$P_DRAIN -n 500)")
 	[ -z "$BEFORE" ] || fileb+=("$(first "${RUNB[@]}" "$NB" connect file:/net/tcp/127.0.0.1:$P_DRAIN -n 500)")
 	cfl+=("$(first "$CF" connect 500 $P_DRAIN sync)")
 	cfs+=("$(first "$CF" connect 500 $P_DRAIN sync self)")
+	cfm+=("$(first "$CF" connect 500 $P_DRAIN sync make)")
 done
 rm=$(printf '%s\n' "${raw[@]}" | med) fm=$(printf '%s\n' "${file[@]}" | med)
 line="| (c) connection setup + close (µs, median of 500) | $rm µs | $fm µs | $(ratio "$fm" "$rm")x |"
@@ -185,6 +189,10 @@ line="| (c) the same under a minimal C supervisor (catchfloor connect: the floor
 echo "$line | | |"
 cm=$(printf '%s\n' "${cfs[@]}" | med)
 line="| (c) the same, the program connecting the socket it is given (catchfloor connect ... self) | $rm µs | $(us "$cm") µs | $(ratio "$(us "$cm")" "$rm")x |"
+[ -z "$BEFORE" ] || line="$line | |"
+echo "$line | | |"
+cm=$(printf '%s\n' "${cfm[@]}" | med)
+line="| (c) the same, the program making its socket (catchfloor connect ... make: the fast path's floor) | $rm µs | $(us "$cm") µs | $(ratio "$(us "$cm")" "$rm")x |"
 [ -z "$BEFORE" ] || line="$line | |"
 echo "$line | | |"
 raw=() file=() fileb=()
