@@ -99,10 +99,8 @@ func (b *Backend) StoreFresh(ctx context.Context, p string, r io.Reader, size in
 		if isConnLoss(err) {
 			return err
 		}
-		if _, _, cerr := pc.reply(2); isConnLoss(cerr) {
+		if cerr := pc.chmodReply(p); cerr != nil {
 			return cerr
-		} else if cerr != nil {
-			b.log.Debug("ftp: server did not set the mode of a new file", "server", b.srv.Host, "path", p, "err", cerr)
 		}
 		pc.readArm()
 		return err

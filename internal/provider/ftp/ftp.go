@@ -557,10 +557,8 @@ func (pc *pconn) chmodAndReplace(tmp, p string, perm os.FileMode) error {
 	if err := pc.send(pc.chmodCommand(tmp, perm), "RNFR "+st, "RNTO "+sp); err != nil {
 		return err
 	}
-	if _, _, err := pc.reply(2); isConnLoss(err) {
+	if err := pc.chmodReply(tmp); err != nil {
 		return err
-	} else if err != nil {
-		pc.b.log.Debug("ftp: server did not set the mode of a new file", "server", pc.b.srv.Host, "path", tmp, "err", err)
 	}
 	_, _, rnfr := pc.reply(3)
 	if isConnLoss(rnfr) {
@@ -793,8 +791,25 @@ func (pc *pconn) chmodCommand(p string, perm os.FileMode) string {
 // allows; where it does not, the file keeps the server's mode.
 func (pc *pconn) chmodQuietly(p string, perm os.FileMode) {
 	if err := pc.chmod(p, perm); err != nil {
-		pc.b.log.Debug("ftp: server did not set the mode of a new file", "server", pc.b.srv.Host, "path", p, "err", err)
+		pc.noChmod(p, err)
 	}
+}
+
+// chmodReply reads the reply to a SITE CHMOD of p sent with send: a
+// refusal is logged (chmodQuietly), a lost connection is the error.
+func (pc *pconn) chmodReply(p string) error {
+	_, _, err := pc.reply(2)
+	if isConnLoss(err) {
+		return err
+	}
+	if err != nil {
+		pc.noChmod(p, err)
+	}
+	return nil
+}
+
+func (pc *pconn) noChmod(p string, err error) {
+	pc.b.log.Debug("ftp: server did not set the mode of a new file", "server", pc.b.srv.Host, "path", p, "err", err)
 }
 
 // Chtimes sets p's modification time with MFMT, or with the form of MDTM

@@ -232,12 +232,7 @@ func (b *Backend) get(ctx context.Context, transfer bool, op, p string) (*pconn,
 		}
 		b.wakeWaiters() // more logins may start
 		if err == nil && !b.closed {
-			b.live[pc] = struct{}{}
-			b.peak = max(b.peak, len(b.live))
-			// A lowered bound was a guess (refusedLogin): the
-			// server accepts at least what it logged in.
-			b.limit = max(b.limit, min(len(b.live), b.max))
-			b.loginBackoff = 0
+			b.loggedIn(pc)
 			if probe {
 				// Within the raised bound the lease may fit
 				// now: the connection waits idle for it (or
@@ -331,7 +326,7 @@ func (b *Backend) loginAhead() {
 		if err != nil {
 			b.refusedLogin(err)
 			b.log.Debug("ftp: a connection logged in ahead failed", "server", b.srv.Host, "err", err)
-			if pc != nil {
+			if pc != nil { // logged in; its passive command failed
 				pc.kill()
 			}
 			return
@@ -340,11 +335,20 @@ func (b *Backend) loginAhead() {
 			pc.kill()
 			return
 		}
-		b.live[pc] = struct{}{}
-		b.peak = max(b.peak, len(b.live))
+		b.loggedIn(pc)
 		pc.lastUsed, pc.lastAlive = time.Now(), time.Now()
 		b.idle = append(b.idle, pc)
 	}()
+}
+
+// loggedIn counts pc, just logged in, live; b.mu is held.
+func (b *Backend) loggedIn(pc *pconn) {
+	b.live[pc] = struct{}{}
+	b.peak = max(b.peak, len(b.live))
+	// A lowered bound was a guess (refusedLogin): the server accepts at
+	// least what it logged in.
+	b.limit = max(b.limit, min(len(b.live), b.max))
+	b.loginBackoff = 0
 }
 
 // await waits until the bounds change (changed is closed), or retry
