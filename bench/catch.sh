@@ -20,7 +20,10 @@
 #   (b) make -B of a C project of 20 files (also with the fast path off);
 #   (c) connection setup: open("/net/tcp/127.0.0.1:PORT") + close under
 #       wirefs run vs socket+connect+close natively (bench/nb.c, median
-#       of 500 per run), and under a minimal C supervisor that does only
+#       of 500 per run; the library keeps a literal address's recipe, so
+#       only the first open traps), the same by a host name
+#       (/net/tcp/localhost:PORT: every open traps, the daemon resolves
+#       it), and under a minimal C supervisor that does only
 #       receive, read, connect, ADDFD (catchfloor connect: the floor), or
 #       only receive, read, socket, ADDFD, the program connecting (the
 #       floor of a connect in the program's thread of a socket the daemon
@@ -167,10 +170,11 @@ P_DRAIN=5201 P_SINK=5202 GIB=1073741824
 start_server drain $P_DRAIN 0
 start_server sink $P_SINK $GIB
 first() { "$@" | awk '{ print $1 }'; } # nb's per-operation median
-raw=() file=() fileb=() cfl=() cfs=() cfm=()
+raw=() file=() fileh=() fileb=() cfl=() cfs=() cfm=()
 for _ in $(seq "$RUNS"); do
 	raw+=("$(first "$NB" connect raw:127.0.0.1:$P_DRAIN -n 500)")
 	file+=("$(first "${RUN[@]}" "$NB" connect file:/net/tcp/127.0.0.1:$P_DRAIN -n 500)")
+	fileh+=("$(first "${RUN[@]}" "$NB" connect file:/net/tcp/localhost:$P_DRAIN -n 500)")
 	[ -z "$BEFORE" ] || fileb+=("$(first "${RUNB[@]}" "$NB" connect file:/net/tcp/127.0.0.1:$P_DRAIN -n 500)")
 	cfl+=("$(first "$CF" connect 500 $P_DRAIN sync)")
 	cfs+=("$(first "$CF" connect 500 $P_DRAIN sync self)")
@@ -183,6 +187,10 @@ if [ -n "$BEFORE" ]; then
 	line="$line $bm µs | $(ratio "$bm" "$rm")x |"
 fi
 echo "$line | | ≤ 2x |"
+hm=$(printf '%s\n' "${fileh[@]}" | med)
+line="| (c) the same by a host name (localhost: every open asks the daemon) | $rm µs | $hm µs | $(ratio "$hm" "$rm")x |"
+[ -z "$BEFORE" ] || line="$line | |"
+echo "$line | | |"
 cm=$(printf '%s\n' "${cfl[@]}" | med)
 line="| (c) the same under a minimal C supervisor (catchfloor connect: the floor) | $rm µs | $(us "$cm") µs | $(ratio "$(us "$cm")" "$rm")x |"
 [ -z "$BEFORE" ] || line="$line | |"
@@ -250,6 +258,6 @@ timing() { # TITLE CMD...
 }
 timing "(a) the scan" bash -c "$SCAN; $LSR"
 timing "(b) make" bash -c "$MAKE"
-timing "(c) 500 connections" "$NB" connect file:/net/tcp/127.0.0.1:$P_DRAIN -n 500
+timing "(c) 500 connections by a host name (a literal address traps once)" "$NB" connect file:/net/tcp/localhost:$P_DRAIN -n 500
 echo
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

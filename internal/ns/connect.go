@@ -73,11 +73,18 @@ func SocketByOpener(ctx context.Context) bool {
 // socket(2) of To's family with Type and Protocol, TCP_NODELAY if NoDelay,
 // then connect(2) to To with UserTimeout (if not 0) as TCP_USER_TIMEOUT,
 // which bounds the handshake and is cleared once it is done.
+//
+// Reusable says that the name always gives this recipe: it depends on
+// nothing that can change while the daemon runs (a literal address,
+// nothing resolved) nor on the caller. An opener may then keep it and
+// make the socket again for the same name without asking, so that
+// reconnecting costs what socket(2) and connect(2) cost.
 type SocketRecipe struct {
 	Type, Protocol int
 	To             unix.Sockaddr // *unix.SockaddrInet4 or *unix.SockaddrInet6
 	NoDelay        bool
 	UserTimeout    time.Duration
+	Reusable       bool
 }
 
 // SocketToMake is a handle of a socket that the opener makes (only a door

@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -154,4 +156,53 @@ func TestConnectOtherNetworkNamespace(t *testing.T) {
 			e.want(e.run("", args...), 0, "open ok\necho ok\n")
 		})
 	}
+}
+
+// TestConnectRecipeKept: a dynamic program that opens a literal address's
+// name again makes its socket from the recipe the supervisor gave it the
+// first time, without trapping (ns.SocketRecipe.Reusable); a host name's
+// recipe is asked for at every open (its addresses may change), as is
+// every open without the fast path, of a static program, or with other
+// flags (O_NONBLOCK: the supervisor's socket).
+func TestConnectRecipeKept(t *testing.T) {
+	bins := connectPrograms(t)
+	e := newEnv(t, identity{name: "self"})
+	accepting := echoServer(t)
+	byHost := "localhost:" + accepting[len("127.0.0.1:"):]
+	for _, v := range []struct {
+		name, bin, to string
+		opts, args    []string
+		opens         int // that reach the provider, of 4
+	}{
+		{"literal address", bins["dynamic"], accepting, nil, []string{"echo"}, 1},
+		{"host name", bins["dynamic"], byHost, nil, []string{"echo"}, 4},
+		{"fast path off", bins["dynamic"], accepting, []string{"-nofast"}, []string{"echo"}, 4},
+		{"static", bins["static"], accepting, nil, []string{"echo"}, 4},
+		{"O_NONBLOCK", bins["dynamic"], accepting, nil, []string{"nonblock"}, 4},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			e.t = t
+			args := append(append(append([]string{"-timing"}, v.opts...), v.bin, "/net/tcp/"+v.to), v.args...)
+			r := e.run("", append(args, "again")...)
+			e.want(r, 0, "open ok\n", "again ok\n")
+			if v.args[0] == "echo" && strings.Count(r.stdout, "echo ok\n") != 4 {
+				t.Errorf("stdout %q: want 4 echoes", r.stdout)
+			}
+			if got := providerOpens(t, r); got != v.opens {
+				t.Errorf("%d of 4 opens reached the provider, want %d", got, v.opens)
+			}
+		})
+	}
+}
+
+// providerOpens is the number of opens the provider served, from
+// -timing's table on standard error.
+func providerOpens(t *testing.T, r result) int {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^provider open\s+(\d+)`).FindStringSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("no provider opens in stderr %q", r.stderr)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }

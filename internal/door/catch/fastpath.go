@@ -72,12 +72,15 @@ const (
 	answerNetns       = 40 // u64: the supervisor's SO_NETNS_COOKIE
 	answerType        = 48 // i32: socket(2)'s type
 	answerProtocol    = 52 // i32: and protocol
-	answerNodelay     = 56 // u32: set TCP_NODELAY
+	answerOptions     = 56 // u32: the opt* bits below
 	answerUserTimeout = 60 // u32: TCP_USER_TIMEOUT in ms while connecting
 	answerSize        = 64
 
 	answerConnect = 0 // the kinds
 	answerMake    = 1
+
+	optNoDelay  = 1 // set TCP_NODELAY
+	optReusable = 2 // the recipe is the name's for good (ns.SocketRecipe.Reusable): the library keeps it
 )
 
 // connectAnswerAt is where the library that made the open n takes its
@@ -117,9 +120,14 @@ func writeSocketAnswer(pid uint32, addr uint64, r ns.SocketRecipe, netns uint64)
 	binary.LittleEndian.PutUint64(a[answerNetns:], netns)
 	binary.LittleEndian.PutUint32(a[answerType:], uint32(r.Type))
 	binary.LittleEndian.PutUint32(a[answerProtocol:], uint32(r.Protocol))
+	var opts uint32
 	if r.NoDelay {
-		binary.LittleEndian.PutUint32(a[answerNodelay:], 1)
+		opts |= optNoDelay
 	}
+	if r.Reusable {
+		opts |= optReusable
+	}
+	binary.LittleEndian.PutUint32(a[answerOptions:], opts)
 	binary.LittleEndian.PutUint32(a[answerUserTimeout:], uint32(r.UserTimeout.Milliseconds()))
 	return writeAnswer(pid, addr, a[:])
 }

@@ -168,8 +168,8 @@ func TestConnectAnswerLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintln(answerKind, answerAddr, answerNetns, answerType, answerProtocol, answerNodelay,
-		answerUserTimeout, answerSize, answerConnect, answerMake, connectMagic, socketMagic)
+	want := fmt.Sprintln(answerKind, answerAddr, answerNetns, answerType, answerProtocol, answerOptions,
+		answerUserTimeout, answerSize, answerConnect, answerMake, optNoDelay, optReusable, connectMagic, socketMagic)
 	if string(out) != want {
 		t.Fatalf("fastpath.c: %q\nfastpath.go: %q", out, want)
 	}
@@ -178,7 +178,7 @@ func TestConnectAnswerLayout(t *testing.T) {
 // TestWriteSocketAnswer: a recipe's answer, as the library reads it.
 func TestWriteSocketAnswer(t *testing.T) {
 	var a [answerSize]byte
-	r := ns.SocketRecipe{Type: syscall.SOCK_STREAM, To: &unix.SockaddrInet6{Port: 8080, Addr: [16]byte{15: 1}}, NoDelay: true, UserTimeout: 1500 * time.Millisecond}
+	r := ns.SocketRecipe{Type: syscall.SOCK_STREAM, To: &unix.SockaddrInet6{Port: 8080, Addr: [16]byte{15: 1}}, NoDelay: true, UserTimeout: 1500 * time.Millisecond, Reusable: true}
 	if err := writeSocketAnswer(uint32(os.Getpid()), uint64(uintptr(unsafe.Pointer(&a[0]))), r, 42); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestWriteSocketAnswer(t *testing.T) {
 	if u32(0) != unix.SizeofSockaddrInet6 || u32(answerKind) != answerMake ||
 		binary.LittleEndian.Uint16(a[answerAddr:]) != unix.AF_INET6 || binary.BigEndian.Uint16(a[answerAddr+2:]) != 8080 ||
 		a[answerAddr+8+15] != 1 || binary.LittleEndian.Uint64(a[answerNetns:]) != 42 ||
-		u32(answerType) != syscall.SOCK_STREAM || u32(answerProtocol) != 0 || u32(answerNodelay) != 1 || u32(answerUserTimeout) != 1500 {
+		u32(answerType) != syscall.SOCK_STREAM || u32(answerProtocol) != 0 || u32(answerOptions) != optNoDelay|optReusable || u32(answerUserTimeout) != 1500 {
 		t.Fatalf("answer % x", a)
 	}
 }

@@ -57,7 +57,10 @@ func (p *Provider) dialTCP(ctx context.Context, name string, n Name, c ns.Caller
 	if len(remotes) == 1 && !local.IsValid() && ns.SocketByOpener(ctx) && openerBounds(p.ConnectTimeout) {
 		// Nothing of the daemon's in the socket (no bind, no rights
 		// to check): the opener makes it.
-		return ns.MakeSocket(recipeTCP(remotes[0], p.ConnectTimeout), p.track("tcp", name, c)), nil
+		r := recipeTCP(remotes[0], p.ConnectTimeout)
+		_, err := netip.ParseAddr(n.Remote.Host)
+		r.Reusable = err == nil // a literal address: nothing resolved
+		return ns.MakeSocket(r, p.track("tcp", name, c)), nil
 	}
 	if len(remotes) == 1 && ns.ConnectByOpener(ctx) && openerBounds(p.ConnectTimeout) {
 		fd, to, err := socketForOpener(remotes[0], local, p.ConnectTimeout)

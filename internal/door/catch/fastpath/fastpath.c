@@ -79,6 +79,8 @@ static tramp_fn tramp_caught;
 //     if not 0) and connects it to addr — unless the socket's network
 //     namespace is not the supervisor's (netns, its SO_NETNS_COOKIE),
 //     when the open is made again asking for a socket the daemon makes.
+//     With OPT_REUSABLE the library keeps the recipe for the name (see
+//     keep below).
 struct connect_answer {
 	uint32_t addrlen;       // of addr; 0: no address
 	uint32_t kind;          // ANSWER_CONNECT or ANSWER_MAKE
@@ -86,12 +88,14 @@ struct connect_answer {
 	uint64_t netns;         // ANSWER_MAKE: the supervisor's SO_NETNS_COOKIE
 	int32_t type;           // ANSWER_MAKE: socket(2)'s type
 	int32_t protocol;       // and protocol
-	uint32_t nodelay;       // set TCP_NODELAY
+	uint32_t options;       // ANSWER_MAKE: OPT_NODELAY, OPT_REUSABLE
 	uint32_t user_timeout;  // TCP_USER_TIMEOUT (ms) while connecting, 0: none
 };
 _Static_assert(sizeof(struct connect_answer) == 64, "fastpath.go's answerSize");
 #define ANSWER_CONNECT 0
 #define ANSWER_MAKE 1
+#define OPT_NODELAY 1  // set TCP_NODELAY
+#define OPT_REUSABLE 2 // the name always gives this recipe (ns.SocketRecipe.Reusable)
 // CONNECT_MAGIC: the library connects a socket it is given (ANSWER_CONNECT
 // only); SOCKET_MAGIC: it also makes one (ANSWER_MAKE).
 #define CONNECT_MAGIC 0x776663616e737772L // "wfcanswr"
@@ -261,6 +265,76 @@ static int connect_answered(long fd, const struct connect_answer *a) {
 
 static int open_caught(const char *name, int flags, mode_t mode);
 
+// Recipes the supervisor says a name always gives (OPT_REUSABLE: a
+// literal address, nothing resolved, nothing of the caller's) are kept
+// here by the name and the flags of the open that got them, and a later
+// open of the same name with the same flags makes its socket from the
+// kept recipe without trapping: reconnecting to a name costs what
+// socket(2) and connect(2) cost, and the daemon decided what the name
+// means once. The namespace of a wirefs run does not change while it
+// runs; a fork keeps the recipes as it keeps the namespace, an exec
+// starts with none. Only absolute names are kept (a relative one
+// depends on the working directory), and only while sockets made here
+// are in the supervisor's network namespace (netns_differs).
+//
+// The table is taken with a try-lock, never waited for: open is
+// async-signal-safe, and a signal handler's open while its thread holds
+// the table must not wait for itself. An open that finds the table
+// taken traps, as it would without it.
+#define KEPT 16
+#define KEPT_NAME 128
+struct kept_recipe {
+	char name[KEPT_NAME];
+	int flags; // the open's, but O_CLOEXEC
+	struct connect_answer a;
+};
+static struct kept_recipe kept[KEPT];
+static int nkept, next_kept;
+static char kept_taken;
+
+static int take_kept(void) { return !__atomic_test_and_set(&kept_taken, __ATOMIC_ACQUIRE); }
+static void give_kept(void) { __atomic_clear(&kept_taken, __ATOMIC_RELEASE); }
+
+// find_kept returns the index of the recipe kept for name and flags, or
+// -1; the caller holds the table.
+static int find_kept(const char *name, int flags) {
+	for (int i = 0; i < nkept; i++)
+		if (kept[i].flags == flags && strcmp(kept[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+// kept_recipe copies the recipe kept for an open of name with flags to
+// *a, and says whether there is one.
+static int kept_recipe(const char *name, int flags, struct connect_answer *a) {
+	if (name[0] != '/' || __atomic_load_n(&netns_differs, __ATOMIC_RELAXED) || !take_kept())
+		return 0;
+	int i = find_kept(name, flags & ~O_CLOEXEC);
+	if (i >= 0)
+		*a = kept[i].a;
+	give_kept();
+	return i >= 0;
+}
+
+// keep keeps the recipe a for opens of name with flags, in place of the
+// oldest one when the table is full.
+static void keep(const char *name, int flags, const struct connect_answer *a) {
+	size_t n = strlen(name);
+	if (name[0] != '/' || n >= KEPT_NAME || !take_kept())
+		return;
+	flags &= ~O_CLOEXEC;
+	if (find_kept(name, flags) < 0) {
+		struct kept_recipe *k = &kept[next_kept];
+		next_kept = (next_kept + 1) % KEPT;
+		if (nkept < KEPT)
+			nkept++;
+		memcpy(k->name, name, n + 1);
+		k->flags = flags;
+		k->a = *a;
+	}
+	give_kept();
+}
+
 // make_socket makes the socket of an ANSWER_MAKE answer, close-on-exec if
 // the open asked for it (as the daemon's would have been given), and
 // connects it. Its system calls but connect are the trampoline's: none
@@ -282,7 +356,7 @@ static int make_socket(const struct connect_answer *a, const char *name, int fla
 	}
 	int one = 1;
 	long r = 0;
-	if (a->nodelay)
+	if (a->options & OPT_NODELAY)
 		r = tramp(SYS_setsockopt, fd, IPPROTO_TCP, TCP_NODELAY, (long)&one, sizeof one, 0);
 	if (r == 0 && a->user_timeout != 0)
 		r = tramp(SYS_setsockopt, fd, IPPROTO_TCP, TCP_USER_TIMEOUT, (long)&a->user_timeout, sizeof a->user_timeout, 0);
@@ -308,6 +382,8 @@ static int open_caught(const char *name, int flags, mode_t mode) {
 			errno = EPROTO; // not reached: the supervisor answers so only with its recipe
 			return -1;
 		}
+		if (a.options & OPT_REUSABLE)
+			keep(name, flags, &a);
 		return make_socket(&a, name, flags, mode);
 	}
 	if (fd < 0 && fd > -4096) {
@@ -324,8 +400,12 @@ static int open_caught(const char *name, int flags, mode_t mode) {
 static int do_openat(int dirfd, const char *name, int flags, mode_t mode) {
 	if (tramp != NULL && (dirfd != AT_FDCWD || local(name)))
 		return fast(dirfd, name, SYS_openat, dirfd, (long)name, flags, mode, 0);
-	if (tramp != NULL)
+	if (tramp != NULL) {
+		struct connect_answer a;
+		if (kept_recipe(name, flags, &a))
+			return make_socket(&a, name, flags, mode);
 		return open_caught(name, flags, mode);
+	}
 	if (next_openat != NULL)
 		return next_openat(dirfd, name, flags, mode);
 	return raw(SYS_openat, dirfd, (long)name, flags, mode, 0);

@@ -15,6 +15,9 @@
  *             server): prints "echo ok" or why not
  *   owner     prints "owner UID": the user that owns the socket, as
  *             /proc/net/tcp shows it (whoever made it)
+ *   again     then opens the name three times more, each with the same
+ *             flags and closed (echoed first under echo): prints
+ *             "again ok" or "again: open ENAME"
  * The handler prints "alarm". */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -108,7 +111,7 @@ static void alarmed(int sig) {
 int main(int argc, char **argv) {
 	if (argc < 2)
 		return 2;
-	int flags = O_RDWR, echoes = 0, owners = 0;
+	int flags = O_RDWR, echoes = 0, owners = 0, again = 0;
 	opener = gettid();
 	for (int i = 2; i < argc; i++) {
 		if (strcmp(argv[i], "watch") == 0) {
@@ -130,6 +133,8 @@ int main(int argc, char **argv) {
 			echoes = 1;
 		} else if (strcmp(argv[i], "owner") == 0) {
 			owners = 1;
+		} else if (strcmp(argv[i], "again") == 0) {
+			again = 1;
 		} else {
 			return 2;
 		}
@@ -154,5 +159,18 @@ int main(int argc, char **argv) {
 	if (owners)
 		owner(fd);
 	close(fd);
+	if (again) {
+		for (int i = 0; i < 3; i++) {
+			fd = open(argv[1], flags);
+			if (fd < 0) {
+				printf("again: open %s\n", strerrorname_np(errno));
+				return 0;
+			}
+			if (echoes)
+				echo(fd);
+			close(fd);
+		}
+		printf("again ok\n");
+	}
 	return 0;
 }
