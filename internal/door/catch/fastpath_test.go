@@ -28,8 +28,9 @@ func trapped(t *testing.T, r result) int {
 func TestFastPath(t *testing.T) {
 	const n = 2000
 	script := `import ctypes, errno, os, stat
+libc = ctypes.CDLL(None, use_errno=True)
 for i in range(` + strconv.Itoa(n) + `):
-    os.stat("/etc/hostname"); os.lstat("/etc"); os.access("/etc/hostname", os.R_OK); os.listdir("/etc/ssl")
+    os.stat("/etc/hostname"); os.lstat("/etc"); os.access("/etc/hostname", os.R_OK); os.listdir("/etc/ssl"); libc.eaccess(b"/etc/hostname", os.R_OK)
 def err(f, *a):
     try:
         f(*a)
@@ -38,13 +39,17 @@ def err(f, *a):
         return errno.errorcode[e.errno]
 print("listdir", "dns" in os.listdir("/net"), err(os.listdir, "/etc/hostname"), err(os.listdir, "/nonexistent"))
 print("dir", stat.S_ISDIR(os.stat("/net/dns").st_mode))
+def eaccess(name, mode):
+    if libc.eaccess(name, mode) == 0:
+        return "ok"
+    return errno.errorcode[ctypes.get_errno()]
+print("eaccess", eaccess(b"/etc/hostname", os.R_OK), eaccess(b"/nonexistent", os.F_OK), eaccess(b"/etc/passwd", os.X_OK), eaccess(b"/net/dns/localhost", os.R_OK), eaccess(b"/net/dns/nonexistent.invalid", os.F_OK))
 print("read", open("/net/dns/localhost").read().strip())
 try:
     os.listxattr("/net/dns")
 except OSError as e:
     print("xattr", e.errno == errno.ENOTSUP)
 os.symlink("/net/dns", "link")
-libc = ctypes.CDLL(None)
 libc.realpath.restype = ctypes.c_char_p
 print("realpath", libc.realpath(b"link/localhost", None).decode(), libc.realpath(os.path.abspath("link/localhost").encode(), None).decode())
 os.chdir("/net/dns")
@@ -54,7 +59,7 @@ print("relative", stat.S_ISDIR(os.stat("net/tcp").st_mode))
 `
 	forEachIdentity(t, func(t *testing.T, e *env) {
 		fast := e.run("", "-timing", python, "-c", script)
-		want := []string{"listdir True ENOTDIR ENOENT\n", "dir True\n", "read 127.0.0.1\n", "xattr True\n",
+		want := []string{"listdir True ENOTDIR ENOENT\n", "dir True\n", "eaccess ok ENOENT EACCES ok ENOENT\n", "read 127.0.0.1\n", "xattr True\n",
 			"realpath /net/dns/localhost /net/dns/localhost\n",
 			"realpath in /net/dns/localhost /net\n", "relative True\n"}
 		e.want(fast, 0, want...)

@@ -198,12 +198,14 @@ static int (*next_openat)(int, const char *, int, ...);
 static char *(*next_realpath)(const char *, char *);
 static char *(*next_realpath_chk)(const char *, char *, size_t);
 static DIR *(*next_opendir)(const char *);
+static int (*next_euidaccess)(const char *, int);
 
 __attribute__((constructor)) static void init(void) {
 	next_openat = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
 	next_realpath = (char *(*)(const char *, char *))dlsym(RTLD_NEXT, "realpath");
 	next_realpath_chk = (char *(*)(const char *, char *, size_t))dlsym(RTLD_NEXT, "__realpath_chk");
 	next_opendir = (DIR * (*)(const char *)) dlsym(RTLD_NEXT, "opendir");
+	next_euidaccess = (int (*)(const char *, int))dlsym(RTLD_NEXT, "euidaccess");
 	const char *f = getenv("WIREFS_CATCH_FIRSTS");
 	if (f == NULL || f[0] != '/')
 		return;
@@ -510,6 +512,29 @@ int statx(int dirfd, const char *name, int flags, unsigned int mask, struct stat
 int access(const char *name, int mode) {
 	return fast(AT_FDCWD, name, SYS_access, (long)name, mode, 0, 0, 0);
 }
+
+// euidaccess (eaccess): glibc's checks the file with fstatat from inside
+// itself, and make asks it of every directory of PATH for every command
+// it runs (a seventh of the traps of make -B). The kernel's faccessat2
+// with AT_EACCESS answers the same question for a local name.
+int euidaccess(const char *name, int mode) {
+	if (tramp != NULL && local(name)) {
+		long r = tramp(SYS_faccessat2, AT_FDCWD, (long)name, mode, AT_EACCESS, 0, 0);
+		if (r != -ENOSYS) {
+			if (r < 0) {
+				errno = -r;
+				return -1;
+			}
+			return 0;
+		}
+	}
+	if (next_euidaccess == NULL) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return next_euidaccess(name, mode);
+}
+int eaccess(const char *name, int mode) __attribute__((alias("euidaccess")));
 
 ssize_t readlink(const char *name, char *buf, size_t size) {
 	return fast(AT_FDCWD, name, SYS_readlink, (long)name, (long)buf, size, 0, 0);
