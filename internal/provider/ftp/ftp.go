@@ -703,16 +703,91 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 func (c *countingReader) sent() int64 { return c.n }
 
-// Mkdir makes directory p with MKD, then asks for perm (servers apply
-// their own umask; a refusal of the mode does not undo the directory).
+// Mkdir makes directory p with MKD and gives it perm (servers apply their
+// own umask; a refusal of the mode does not undo the directory) in one
+// round trip where it can:
+//   - SITE CHMOD must wait for MKD's 257: sent with it, it would change
+//     the mode of a directory someone else made when MKD fails. But most
+//     directories need none (cp -r, mkdir -p: the mode asked for is the
+//     server's default), so STAT -a p goes with the MKD (it only reads):
+//     its "." line is the mode MKD gave, and SITE CHMOD follows, a round
+//     trip later, only when that differs from perm or the server listed
+//     no "." line (STAT without options, or of a path, refused).
+//   - A new directory is where files are about to be made: the passive
+//     command of the connection's next transfer goes with them, so the
+//     first store finds its data connection made ahead (arm.go), and a
+//     second connection is logged in beside it (takeIdle: stores
+//     alternate between two).
 func (b *Backend) Mkdir(ctx context.Context, p string, perm os.FileMode) error {
-	return b.do(ctx, "mkdir", p, func(pc *pconn) error {
-		if err := pc.sc.MakeDir(b.serverPath(p)); err != nil {
+	chmodLater := false
+	err := b.do(ctx, "mkdir", p, func(pc *pconn) error {
+		sp := b.serverPath(p)
+		cmds := []string{"MKD " + sp, "STAT -a " + sp}
+		arm := pc.armAge(time.Now()) < 0
+		if arm {
+			pc.disarm() // one that failed: the passive command replaces its listener
+			cmds = append(cmds, b.passiveVerb())
+		}
+		if err := pc.send(cmds...); err != nil {
 			return err
 		}
-		pc.chmodQuietly(p, perm)
+		pc.arming = arm
+		_, _, err := pc.reply(2)
+		if isConnLoss(err) {
+			return err
+		}
+		mode, found, serr := pc.selfReply()
+		if isConnLoss(serr) {
+			return serr
+		}
+		pc.readArm()
+		if err != nil {
+			return err
+		}
+		b.mu.Lock()
+		if len(b.live) < 2 {
+			b.loginAhead()
+		}
+		b.mu.Unlock()
+		switch {
+		case found && mode&keptMode == perm&keptMode:
+		case pc.broken:
+			// The passive command ended the session (vsftpd's
+			// "500 OOPS" when no port is free); the directory is
+			// made, and gets its mode on another connection.
+			chmodLater = true
+		default:
+			pc.chmodQuietly(p, perm)
+		}
 		return nil
 	})
+	if err == nil && chmodLater {
+		err = b.do(ctx, "mkdir", p, func(pc *pconn) error {
+			pc.chmodQuietly(p, perm)
+			return nil
+		})
+	}
+	return err
+}
+
+// selfReply reads the reply to STAT -a of a directory and returns the
+// mode of its "." line; found is false when it has none, or the server
+// refused the STAT.
+func (pc *pconn) selfReply() (mode os.FileMode, found bool, err error) {
+	_, msg, err := pc.reply(2)
+	if err != nil {
+		if isConnLoss(err) {
+			return 0, false, err
+		}
+		return 0, false, nil
+	}
+	for _, line := range strings.Split(msg, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if f := parseLine(line); f.hasMode && f.mode.IsDir() && strings.HasSuffix(line, " .") {
+			return f.mode, true, nil
+		}
+	}
+	return 0, false, nil
 }
 
 // Remove deletes file p with DELE.
