@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"wirefs/internal/remote"
 	"wirefs/internal/remote/remotetest"
+	"wirefs/internal/testsrv"
 )
 
 // waitPool waits until cond, which reads b's pool under b.mu, holds.
@@ -125,4 +127,68 @@ func TestStoreFreshFullDisk(t *testing.T) {
 	mustDo(t, os.Chown(other, uid, gid))
 	mustDo(t, b.StoreFresh(ctx, "/dir/made-meanwhile", strings.NewReader("ours"), 4, 0o644))
 	remotetest.CheckIntact(t, other, []byte("ours"))
+}
+
+// TestMkdirOneRoundTrip: Mkdir sends SITE CHMOD only where the mode MKD
+// gave (STAT -a's "." line, read in the same round trip) is not the mode
+// asked for, and never to a directory someone else made (MKD refused);
+// the first fresh store after a Mkdir finds the data connection it made
+// ahead (no temporary, no RNFR).
+func TestMkdirOneRoundTrip(t *testing.T) {
+	f := newFixture(t, map[string]string{"theirs/": ""})
+	mustDo(t, os.Chmod(filepath.Join(f.root, "theirs"), 0o711))
+	b := f.dial(t, remote.Options{})
+	ctx := context.Background()
+	mode := func(p string) os.FileMode {
+		t.Helper()
+		fi, err := os.Stat(filepath.Join(f.root, p))
+		mustDo(t, err)
+		return fi.Mode().Perm()
+	}
+	chmods := func() int { return f.srv.Commands("SITE CHMOD") }
+
+	// vsftpd's local_umask 022: MKD makes 0755.
+	mustDo(t, b.Mkdir(ctx, "/same", 0o755))
+	if n := chmods(); n != 0 || mode("same") != 0o755 {
+		t.Errorf("Mkdir of the server's own mode: %d SITE CHMOD, mode %v; want none, 0755", n, mode("same"))
+	}
+	mustDo(t, b.Mkdir(ctx, "/other", 0o750))
+	if n := chmods(); n != 1 || mode("other") != 0o750 {
+		t.Errorf("Mkdir of another mode: %d SITE CHMOD, mode %v; want 1, 0750", n, mode("other"))
+	}
+	data := randomBytes(1000)
+	mustDo(t, b.StoreFresh(ctx, "/same/f", bytes.NewReader(data), int64(len(data)), 0o644))
+	if n := f.srv.Commands("RNFR"); n != 0 {
+		t.Errorf("the first fresh store after a Mkdir went through a temporary (%d RNFR)", n)
+	}
+	if got, err := os.ReadFile(filepath.Join(f.root, "same/f")); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("stored file: %d bytes, %v", len(got), err)
+	}
+	before := chmods()
+	wantErrno(t, "Mkdir of a directory someone else made", b.Mkdir(ctx, "/theirs", 0o755), syscall.EEXIST)
+	if n := chmods() - before; n != 0 || mode("theirs") != 0o711 {
+		t.Errorf("Mkdir of an existing directory: %d SITE CHMOD, its mode %v; want none, 0711 as it was", n, mode("theirs"))
+	}
+	if n := f.srv.Commands("STAT"); n != 3 {
+		t.Errorf("3 Mkdirs sent STAT %d times", n)
+	}
+
+}
+
+// TestMkdirWithoutStat: a server that refuses STAT gets SITE CHMOD after
+// every MKD, as before.
+func TestMkdirWithoutStat(t *testing.T) {
+	f := newFixture(t, nil, testsrv.VsftpdDeny("STAT"))
+	b := f.dial(t, remote.Options{})
+	ctx := context.Background()
+	mustDo(t, b.Mkdir(ctx, "/d", 0o755))
+	mustDo(t, b.Mkdir(ctx, "/e", 0o700))
+	if n := f.srv.Commands("SITE CHMOD"); n != 2 {
+		t.Errorf("2 Mkdirs without STAT sent SITE CHMOD %d times, want 2", n)
+	}
+	for name, want := range map[string]os.FileMode{"d": 0o755, "e": 0o700} {
+		if fi, err := os.Stat(filepath.Join(f.root, name)); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: %v %v, want mode %v", name, fi.Mode(), err, want)
+		}
+	}
 }
