@@ -428,7 +428,7 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 			return pc.stor(b.serverPath(tmp), src, "", nil)
 		}
 		return pc.stor(b.serverPath(tmp), src, "STAT "+b.serverPath(p), func() error {
-			old, found, err := pc.statReply(p)
+			old, found, err := pc.statReply(path.Base(p))
 			switch {
 			case err == nil:
 				known = true
@@ -486,18 +486,18 @@ func (b *Backend) Store(ctx context.Context, p string, r io.Reader, size int64, 
 	return err
 }
 
-// statReply reads the reply to STAT PATH, sent for p, and looks for p's
-// line in the listing it holds (RFC 959: LIST's lines, in the reply, on
-// the control connection): no data connection, where the parent's LIST
-// costs four and a half round trips. found is false when the listing has
-// no line for p (a new file). A refusal (a server without STAT of a path)
-// is the error.
-func (pc *pconn) statReply(p string) (mode os.FileMode, found bool, err error) {
+// statReply reads the reply to STAT PATH and looks for the line of name
+// in the listing it holds (RFC 959: LIST's lines, in the reply, on the
+// control connection): no data connection, where the parent's LIST costs
+// four and a half round trips. For a file PATH, name is its base name;
+// for a directory, "." (its own line). found is false when the listing
+// has no line for name (a new file). A refusal (a server without STAT of
+// a path) is the error.
+func (pc *pconn) statReply(name string) (mode os.FileMode, found bool, err error) {
 	_, msg, err := pc.reply(2)
 	if err != nil {
 		return 0, false, err
 	}
-	name := path.Base(p)
 	for _, line := range strings.Split(msg, "\n") {
 		line = strings.TrimRight(line, "\r")
 		if f := parseLine(line); f.hasMode && strings.HasSuffix(line, " "+name) {
@@ -736,7 +736,8 @@ func (b *Backend) Mkdir(ctx context.Context, p string, perm os.FileMode) error {
 		if isConnLoss(err) {
 			return err
 		}
-		mode, found, serr := pc.selfReply()
+		// A refused STAT leaves found false: SITE CHMOD as before.
+		mode, found, serr := pc.statReply(".")
 		if isConnLoss(serr) {
 			return serr
 		}
@@ -750,7 +751,7 @@ func (b *Backend) Mkdir(ctx context.Context, p string, perm os.FileMode) error {
 		}
 		b.mu.Unlock()
 		switch {
-		case found && mode&keptMode == perm&keptMode:
+		case found && mode.IsDir() && mode&keptMode == perm&keptMode:
 		case pc.broken:
 			// The passive command ended the session (vsftpd's
 			// "500 OOPS" when no port is free); the directory is
@@ -768,26 +769,6 @@ func (b *Backend) Mkdir(ctx context.Context, p string, perm os.FileMode) error {
 		})
 	}
 	return err
-}
-
-// selfReply reads the reply to STAT -a of a directory and returns the
-// mode of its "." line; found is false when it has none, or the server
-// refused the STAT.
-func (pc *pconn) selfReply() (mode os.FileMode, found bool, err error) {
-	_, msg, err := pc.reply(2)
-	if err != nil {
-		if isConnLoss(err) {
-			return 0, false, err
-		}
-		return 0, false, nil
-	}
-	for _, line := range strings.Split(msg, "\n") {
-		line = strings.TrimRight(line, "\r")
-		if f := parseLine(line); f.hasMode && f.mode.IsDir() && strings.HasSuffix(line, " .") {
-			return f.mode, true, nil
-		}
-	}
-	return 0, false, nil
 }
 
 // Remove deletes file p with DELE.
