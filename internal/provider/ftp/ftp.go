@@ -732,6 +732,11 @@ func (b *Backend) Mkdir(ctx context.Context, p string, perm os.FileMode) error {
 			return err
 		}
 		pc.arming = arm
+		b.mu.Lock()
+		if len(b.live) < 2 {
+			b.loginAhead() // meanwhile
+		}
+		b.mu.Unlock()
 		_, _, err := pc.reply(2)
 		if isConnLoss(err) {
 			return err
@@ -745,11 +750,6 @@ func (b *Backend) Mkdir(ctx context.Context, p string, perm os.FileMode) error {
 		if err != nil {
 			return err
 		}
-		b.mu.Lock()
-		if len(b.live) < 2 {
-			b.loginAhead()
-		}
-		b.mu.Unlock()
 		switch {
 		case found && mode.IsDir() && mode&keptMode == perm&keptMode:
 		case pc.broken:
