@@ -248,6 +248,7 @@ func (f *file) writeAt(ctx context.Context, p []byte, off int64, appending bool)
 			off = f.size
 		} else {
 			f.appendsOnly = false
+			f.overwrites = true
 		}
 		b, err := f.acquireLocked()
 		f.mu.Unlock()

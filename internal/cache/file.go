@@ -81,6 +81,9 @@ type file struct {
 	// name, made if missing, rather than replacing a file another
 	// client made there meanwhile (appendCreating).
 	appendsOnly bool
+	// overwrites: plain (not O_APPEND) writes changed f since its base
+	// (snapshot.rewritesEmpty).
+	overwrites bool
 	// fresh: f was made here and no store of it has succeeded yet, so
 	// the server had no file of its name as far as the cache knows
 	// (remote.FreshStorer).

@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"wirefs/internal/ns"
 	"wirefs/internal/remote"
 )
 
@@ -50,4 +51,51 @@ func TestFreshFilesStoredFresh(t *testing.T) {
 		}
 	}
 
+}
+
+// TestRedirectedOutputStoredWhole: `cmd > file` — the shell's open
+// truncates, and its close of the descriptor it moved to standard output
+// stores the empty file before cmd writes — goes whole with Store, which
+// replaces the empty file at once; `cmd >> file`'s O_APPEND writes to the
+// empty file still go as an append.
+func TestRedirectedOutputStoredWhole(t *testing.T) {
+	c, _ := newCache(t, 0)
+	lb := newLocalBackend(t)
+	root := c.Root("local://redirect", lb, Options{})
+	for _, v := range []struct {
+		name          string
+		flags         int
+		store, append int // calls for the data, after the empty file's store
+	}{
+		{"out", os.O_WRONLY | os.O_CREATE | os.O_TRUNC, 1, 0},
+		{"log", os.O_WRONLY | os.O_CREATE | os.O_APPEND, 0, 1},
+	} {
+		_, h, err := root.(ns.Creator).Create(bg, ns.Caller{}, v.name, v.flags, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The shell's close of the descriptor it dup()ed.
+		if err := h.(ns.Flusher).Flush(bg); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := lb.get("/" + v.name); err != nil || len(got) != 0 {
+			t.Fatalf("%s: the server has %q (%v) after the first close, want an empty file", v.name, got, err)
+		}
+		store, appends := lb.n("Store"), lb.n("Append")
+		for i, part := range []string{"first line\n", "second line\n"} {
+			if _, err := h.(ns.WriterAt).WriteAt(bg, []byte(part), int64(i*len("first line\n"))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := h.(ns.Flusher).Flush(bg); err != nil {
+			t.Fatal(err)
+		}
+		h.Close()
+		if got, _ := lb.get("/" + v.name); string(got) != "first line\nsecond line\n" {
+			t.Errorf("%s: the server has %q", v.name, got)
+		}
+		if s, a := lb.n("Store")-store, lb.n("Append")-appends; s != v.store || a != v.append {
+			t.Errorf("%s: the data went with %d stores and %d appends, want %d and %d", v.name, s, a, v.store, v.append)
+		}
+	}
 }

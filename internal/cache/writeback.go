@@ -53,11 +53,26 @@ type snapshot struct {
 	appendsOnly bool
 	// fresh: no store of the file has succeeded (file.fresh).
 	fresh bool
+	// overwrites: plain writes made the changes (file.overwrites).
+	overwrites bool
 }
 
 // appendOnly reports whether s only adds bytes at the end of the base.
 func (s snapshot) appendOnly() bool {
-	return s.base >= 0 && s.low >= s.base && s.size > s.base && !s.retried
+	return s.base >= 0 && s.low >= s.base && s.size > s.base && !s.retried && !s.rewritesEmpty()
+}
+
+// rewritesEmpty reports whether s writes, with plain writes, a file that
+// the server has empty: it is stored whole, replacing the empty file at
+// once under a temporary name, as the open that emptied it meant. The
+// shell's `cmd > file` is one: its open truncates, and its close of the
+// descriptor it moved to standard output stores the empty file before
+// cmd writes. Sent as an append instead, the bytes would reach the name
+// piece by piece, and a failed upload would leave part of them there.
+// O_APPEND writes still go as appends (other clients' records
+// between them are kept).
+func (s snapshot) rewritesEmpty() bool {
+	return s.base == 0 && s.overwrites && !s.retried
 }
 
 // writeBack sends f's changes to the server if it is dirty, waiting for a
@@ -341,7 +356,7 @@ func (f *file) quiesce() bool {
 // next write-back's.
 func (f *file) takeSnapshotLocked() snapshot {
 	s := f.changesLocked()
-	f.base, f.low, f.changed, f.retried = f.size, f.size, nil, false
+	f.base, f.low, f.changed, f.retried, f.overwrites = f.size, f.size, nil, false, false
 	return s
 }
 
@@ -349,7 +364,7 @@ func (f *file) takeSnapshotLocked() snapshot {
 func (f *file) changesLocked() snapshot {
 	s := snapshot{gen: f.writeGen, size: f.size, path: f.path, mtime: f.mtime,
 		base: f.base, low: f.low, changed: f.changed, retried: f.retried, diverged: f.diverged,
-		appendsOnly: f.appendsOnly, fresh: f.fresh}
+		appendsOnly: f.appendsOnly, fresh: f.fresh, overwrites: f.overwrites}
 	_, appends := f.t.w.(remote.Appender)
 	_, patches := f.t.w.(remote.Patcher)
 	if !appends && !patches {
@@ -364,6 +379,7 @@ func (f *file) changesLocked() snapshot {
 func (f *file) restoreSnapshotLocked(s snapshot) {
 	f.base, f.retried = min(f.base, s.base), true
 	f.low = min(f.low, s.low)
+	f.overwrites = f.overwrites || s.overwrites
 	for _, r := range s.changed {
 		f.changed = f.changed.add(r.off, r.end)
 	}
@@ -417,7 +433,7 @@ func (f *file) send(ctx context.Context, b *blob, s snapshot, mode os.FileMode, 
 			return f.appendCreating(ctx, b, s, 0, mode)
 		}
 		fallthrough
-	case s.base < 0 || pa == nil:
+	case s.base < 0 || pa == nil || s.rewritesEmpty():
 		// The whole file goes: what appends left uncached below the
 		// base comes from the server first (makeDirty forAppends).
 		if err := f.completeDirty(ctx); err != nil {
