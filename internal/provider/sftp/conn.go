@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,21 +34,25 @@ type conn struct {
 	ssh         *ssh.Client
 	sftp        *sftp.Client
 	posixRename bool
-	packet      int // the largest read or write one request carries
+	packet      int          // the largest read or write one request carries
+	rtt         atomic.Int64 // one round trip (ns), measured after the dial (measureRTT); 0: not yet
 
 	// streams are more SFTP sessions on the same SSH connection, for
-	// large reads: x/crypto/ssh gives every channel a fixed 2 MiB
-	// window, which caps one channel at 2 MiB per round trip (40 MB/s
-	// at 50 ms). Started in the background at the first large read (a
-	// few round trips each: large reads made before they are go through
-	// the main session); closed with c. Not at dial: sshd's work for
-	// every packet grows with the channels it serves, and a connection
-	// that only appends and stats paid for four idle ones on every
-	// round trip (open/append/close cycles ~10% slower at 0 ms).
+	// large reads and stores (upload.go): every channel has a fixed
+	// 2 MiB window (x/crypto/ssh's for what we receive, OpenSSH's for
+	// what we send), which caps one channel at 2 MiB per round trip
+	// (40 MB/s at 50 ms). Started in the background at the first large
+	// read or store (a few round trips each: large reads made before
+	// they are go through the main session; a store starts on it and
+	// spreads when they are ready); closed with c. Not at dial: sshd's
+	// work for every packet grows with the channels it serves, and a
+	// connection that only appends and stats paid for four idle ones
+	// on every round trip (open/append/close cycles ~10% slower at 0 ms).
 	streamsMu sync.Mutex
 	streams   []*sftp.Client
-	asked     bool           // a large read wanted the streams: started
+	asked     bool           // a large read or store wanted the streams: started
 	starting  sync.WaitGroup // the streams being started
+	ready     chan struct{}  // closed once the streams asked for are started (or refused)
 	ended     bool           // c ended: streams started late are closed at once
 	turn      atomic.Uint32
 
@@ -72,22 +77,50 @@ func (c *conn) readClient(n int64) *sftp.Client {
 	}
 	c.streamsMu.Lock()
 	defer c.streamsMu.Unlock()
-	if !c.asked && !c.ended {
-		c.asked = true
-		for range streamCount {
-			c.starting.Add(1)
-			if !c.background(func() {
-				defer c.starting.Done()
-				c.addStream(newClient(c.ssh, c.packet))
-			}) {
-				c.starting.Done()
-			}
-		}
-	}
+	c.startStreams()
 	if len(c.streams) == 0 {
 		return c.sftp // not yet, or the server takes one session per connection
 	}
 	return c.streams[int(c.turn.Add(1))%len(c.streams)]
+}
+
+// startStreams starts the streams in the background unless they were
+// asked for already; ready is closed when they are. The caller holds
+// streamsMu.
+func (c *conn) startStreams() {
+	if c.asked {
+		return
+	}
+	c.asked = true
+	if c.ended {
+		close(c.ready)
+		return
+	}
+	for range streamCount {
+		c.starting.Add(1)
+		if !c.background(func() {
+			defer c.starting.Done()
+			c.addStream(newClient(c.ssh, c.packet))
+		}) {
+			c.starting.Done()
+		}
+	}
+	if !c.background(func() { c.starting.Wait(); close(c.ready) }) {
+		close(c.ready) // c ended: nothing started
+	}
+}
+
+// readyStreams starts the streams if they are not, and returns a channel
+// closed when they are, and then the started ones.
+func (c *conn) readyStreams() (<-chan struct{}, func() []*sftp.Client) {
+	c.streamsMu.Lock()
+	defer c.streamsMu.Unlock()
+	c.startStreams()
+	return c.ready, func() []*sftp.Client {
+		c.streamsMu.Lock()
+		defer c.streamsMu.Unlock()
+		return slices.Clone(c.streams)
+	}
 }
 
 // addStream adds a started session (each costs a few round trips); one
@@ -164,7 +197,7 @@ func (b *backend) dial(ctx context.Context) (*conn, error) {
 			return ask()
 		}}
 	defer a.close()
-	c := &conn{background: b.s.Go}
+	c := &conn{background: b.s.Go, ready: make(chan struct{})}
 	dog := session.NewWatchdog(b.srv.Timeout, func() { b.s.Drop(c, b.srv.Stalled()) })
 	config := &ssh.ClientConfig{
 		User:              h.user,
@@ -228,6 +261,7 @@ func (b *backend) dial(ctx context.Context) (*conn, error) {
 		c.ssh.SendRequest("keepalive@openssh.com", true, nil)
 	})
 	b.log.Debug("sftp: connected", "server", h.name(), "addr", h.addr(), "version", string(c.ssh.ServerVersion()))
+	c.background(c.measureRTT)
 	return c, nil
 }
 
@@ -279,4 +313,15 @@ func newClient(sc *ssh.Client, packet int) (*sftp.Client, error) {
 		// Fstat on the open handle: the path may be renamed meanwhile.
 		sftp.UseFstat(true),
 	)
+}
+
+// measureRTT times one round trip of the SSH connection (a global
+// request the server answers at once), for what depends on the distance
+// to the server (upload.go). Starting the SFTP session is no measure:
+// sshd starts a process for it.
+func (c *conn) measureRTT() {
+	t0 := time.Now()
+	if _, _, err := c.ssh.SendRequest("keepalive@openssh.com", true, nil); err == nil {
+		c.rtt.Store(int64(time.Since(t0)))
+	}
 }

@@ -473,6 +473,9 @@ func (b *backend) fill(c *conn, what, p string, f *sftp.File, src *source, size 
 	if size >= 0 && size <= int64(c.packet) {
 		return b.fillOne(c, what, p, f, src, size, last)
 	}
+	if size >= spreadStore && time.Duration(c.rtt.Load()) >= spreadRTT {
+		return b.fillSpread(c, what, p, f, src, size, last)
+	}
 	n, err := f.ReadFrom(src)
 	if err == nil && last != nil {
 		err = last()

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
+	"wirefs/internal/leakcheck"
 	"wirefs/internal/ns"
 	"wirefs/internal/remote/remotetest"
 	"wirefs/internal/testsrv"
@@ -155,4 +158,107 @@ func noTemporaries(t *testing.T, dir string) {
 	for _, name := range remotetest.Temporaries(dir) {
 		t.Errorf("a temporary was left: %s", name)
 	}
+}
+
+// gatedReader reads r, and stops after its first at bytes until open is
+// closed.
+type gatedReader struct {
+	r    io.Reader
+	at   int64
+	read int64
+	open chan struct{}
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	if g.read >= g.at {
+		<-g.open
+	} else if int64(len(p)) > g.at-g.read {
+		p = p[:g.at-g.read]
+	}
+	n, err := g.r.Read(p)
+	g.read += int64(n)
+	return n, err
+}
+
+// TestSpreadStore: a large store to a distant server is spread over the
+// connection's streams as soon as they are ready: the first large store of a connection
+// starts them, and while it is still reading its data every stream has
+// the file open on the server beside the main session. The file arrives
+// whole with its mode, a second store spreads at once, and a source
+// shorter than it said fails with EIO and leaves nothing.
+func TestSpreadStore(t *testing.T) {
+	e := newEnv(t)
+	base := leakcheck.Take(t)
+	b := e.dial(t, alias)
+	distant(t, b)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "big.bin")
+	data := randomBytes(spreadStore+3<<20+12345, 1)
+	g := &gatedReader{r: bytes.NewReader(data), at: spreadStore / 2, open: make(chan struct{})}
+	stored := make(chan error, 1)
+	go func() { stored <- b.Store(context.Background(), p, g, int64(len(data)), 0o640) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for n := openOnServer(t, dir); n < 1+streamCount; n = openOnServer(t, dir) {
+		if time.Now().After(deadline) {
+			close(g.open)
+			t.Fatalf("%d handles of the store's file open on the server, want %d (the main session and every stream)", n, 1+streamCount)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(g.open)
+	if err := <-stored; err != nil {
+		t.Fatal(err)
+	}
+	remotetest.CheckIntact(t, p, data)
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v, want 0640", fi.Mode())
+	}
+	again := randomBytes(2*spreadStore, 2)
+	if err := b.Store(context.Background(), p, bytes.NewReader(again), int64(len(again)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	remotetest.CheckIntact(t, p, again)
+	short := filepath.Join(dir, "short")
+	if err := b.Store(context.Background(), short, bytes.NewReader(data[:spreadStore]), spreadStore+1, 0o644); ns.Errno(err) != syscall.EIO {
+		t.Fatalf("a store of %d bytes said to be one more: %v, want EIO", spreadStore, err)
+	}
+	if _, err := os.Stat(short); !os.IsNotExist(err) {
+		t.Fatalf("a failed store left %s: %v", short, err)
+	}
+	noTemporaries(t, dir)
+	b.Close()
+	base.Check(t)
+}
+
+// TestSpreadStoreFullDisk: a spread store that fills the server's disk
+// fails with ENOSPC on whichever session hits it, and leaves the old
+// file whole and no temporary.
+func TestSpreadStoreFullDisk(t *testing.T) {
+	e := newEnv(t)
+	dir := smallTmpfs(t)
+	old := randomBytes(100<<10, 1)
+	p := filepath.Join(dir, "f.bin")
+	if err := os.WriteFile(p, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := e.dial(t, alias)
+	distant(t, b)
+	data := randomBytes(spreadStore+1<<20, 2)
+	err := b.Store(context.Background(), p, bytes.NewReader(data), int64(len(data)), 0o644)
+	wantErrno(t, "store 9 MiB into 1 MiB", err, syscall.ENOSPC)
+	remotetest.CheckIntact(t, p, old)
+	noTemporaries(t, dir)
+}
+
+// distant makes b's connection count as one to a distant server, once
+// its own measure of the round trip is in.
+func distant(t *testing.T, b *backend) {
+	t.Helper()
+	c := current(t, b)
+	for deadline := time.Now().Add(10 * time.Second); c.rtt.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no round trip measured")
+		}
+	}
+	c.rtt.Store(int64(spreadRTT))
 }
