@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -188,21 +187,9 @@ func TestConnectRecipeKept(t *testing.T) {
 			if v.args[0] == "echo" && strings.Count(r.stdout, "echo ok\n") != 4 {
 				t.Errorf("stdout %q: want 4 echoes", r.stdout)
 			}
-			if got := providerOpens(t, r); got != v.opens {
+			if got := timed(t, r, "provider open"); got != v.opens {
 				t.Errorf("%d of 4 opens reached the provider, want %d", got, v.opens)
 			}
 		})
 	}
-}
-
-// providerOpens is the number of opens the provider served, from
-// -timing's table on standard error.
-func providerOpens(t *testing.T, r result) int {
-	t.Helper()
-	m := regexp.MustCompile(`(?m)^provider open\s+(\d+)`).FindStringSubmatch(r.stderr)
-	if m == nil {
-		t.Fatalf("no provider opens in stderr %q", r.stderr)
-	}
-	n, _ := strconv.Atoi(m[1])
-	return n
 }

@@ -13,9 +13,16 @@ import (
 // table on standard error.
 func trapped(t *testing.T, r result) int {
 	t.Helper()
-	m := regexp.MustCompile(`(?m)^read path\s+(\d+)`).FindStringSubmatch(r.stderr)
+	return timed(t, r, "read path")
+}
+
+// timed is how many times phase ran, from -timing's table on standard
+// error.
+func timed(t *testing.T, r result, phase string) int {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(phase) + `\s+(\d+)`).FindStringSubmatch(r.stderr)
 	if m == nil {
-		t.Fatalf("no timing table in stderr %q", r.stderr)
+		t.Fatalf("no %q in the timing table in stderr %q", phase, r.stderr)
 	}
 	n, _ := strconv.Atoi(m[1])
 	return n

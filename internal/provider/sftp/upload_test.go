@@ -39,7 +39,8 @@ func randomBytes(n int, seed int64) []byte {
 
 // TestFailedUploadFullDisk: an upload that fills the server's disk fails
 // with ENOSPC and leaves the old file whole under its name, and no
-// temporary.
+// temporary — through one session, and spread over the streams (to a
+// distant server), where any of them may hit it.
 func TestFailedUploadFullDisk(t *testing.T) {
 	e := newEnv(t)
 	dir := smallTmpfs(t)
@@ -53,6 +54,13 @@ func TestFailedUploadFullDisk(t *testing.T) {
 	err := b.Store(context.Background(), p, bytes.NewReader(data), int64(len(data)), 0o644)
 	wantErrno(t, "store 4 MiB into 1 MiB", err, syscall.ENOSPC)
 	remotetest.CheckIntact(t, p, old)
+	noTemporaries(t, dir)
+	distant(t, b)
+	data = randomBytes(spreadStore+1<<20, 2)
+	err = b.Store(context.Background(), p, bytes.NewReader(data), int64(len(data)), 0o644)
+	wantErrno(t, "a spread store of 9 MiB into 1 MiB", err, syscall.ENOSPC)
+	remotetest.CheckIntact(t, p, old)
+	noTemporaries(t, dir)
 
 	// What fits replaces the file whole, with its mode.
 	small := randomBytes(200<<10, 3)
@@ -228,26 +236,6 @@ func TestSpreadStore(t *testing.T) {
 	noTemporaries(t, dir)
 	b.Close()
 	base.Check(t)
-}
-
-// TestSpreadStoreFullDisk: a spread store that fills the server's disk
-// fails with ENOSPC on whichever session hits it, and leaves the old
-// file whole and no temporary.
-func TestSpreadStoreFullDisk(t *testing.T) {
-	e := newEnv(t)
-	dir := smallTmpfs(t)
-	old := randomBytes(100<<10, 1)
-	p := filepath.Join(dir, "f.bin")
-	if err := os.WriteFile(p, old, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	b := e.dial(t, alias)
-	distant(t, b)
-	data := randomBytes(spreadStore+1<<20, 2)
-	err := b.Store(context.Background(), p, bytes.NewReader(data), int64(len(data)), 0o644)
-	wantErrno(t, "store 9 MiB into 1 MiB", err, syscall.ENOSPC)
-	remotetest.CheckIntact(t, p, old)
-	noTemporaries(t, dir)
 }
 
 // distant makes b's connection count as one to a distant server, once
