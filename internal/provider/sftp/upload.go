@@ -53,7 +53,8 @@ func (b *backend) fillSpread(c *conn, what, p string, f *sftp.File, src *source,
 	// The streams join when they are ready, unless the data are all
 	// handed out by then.
 	ready, streams := c.readyStreams()
-	var extra []*sftp.File
+	var extraMu sync.Mutex
+	var extra []*sftp.File // the file opened on the streams
 	joined := make(chan struct{})
 	go func() {
 		defer close(joined)
@@ -64,15 +65,21 @@ func (b *backend) fillSpread(c *conn, what, p string, f *sftp.File, src *source,
 		}
 		more := streams()
 		b.log.Debug("sftp: a large store spreads over the streams", "path", p, "streams", len(more))
+		var opening sync.WaitGroup
 		for _, cl := range more {
-			sf, err := cl.OpenFile(f.Name(), os.O_WRONLY)
-			if err != nil {
-				b.log.Debug("sftp: a stream cannot open the file of a store; the others carry it", "path", p, "err", err)
-				continue
-			}
-			extra = append(extra, sf)
-			write(sf)
+			opening.Go(func() { // each open is a round trip: all at once
+				sf, err := cl.OpenFile(f.Name(), os.O_WRONLY)
+				if err != nil {
+					b.log.Debug("sftp: a stream cannot open the file of a store; the others carry it", "path", p, "err", err)
+					return
+				}
+				extraMu.Lock()
+				extra = append(extra, sf)
+				extraMu.Unlock()
+				write(sf)
+			})
 		}
+		opening.Wait()
 	}()
 	u.produce()
 	<-joined // no writer is added after this
