@@ -633,8 +633,9 @@ func TestSpareFor(t *testing.T) {
 
 // TestProgramQuestionsPausePrefetch: a program's stat and its own
 // listing are in flight as questions at the server's gate (ask), and
-// while one is, no background request starts and the spare filler
-// waits; once answered, they go on.
+// while one is, and for a linger after the last answer (the program may
+// ask again at once), no background request starts and the spare filler
+// waits; then they go on.
 func TestProgramQuestionsPausePrefetch(t *testing.T) {
 	sizes := map[string]int{}
 	smallFiles(sizes, "dir", 4, 1000)
@@ -660,21 +661,40 @@ func TestProgramQuestionsPausePrefetch(t *testing.T) {
 		t.Errorf("the program's requests found the gate %q, want %q", got, want)
 	}
 
-	// While a question is in flight, a background request or a spare
-	// made ahead waits: with their context ended they give up rather
-	// than start.
-	answered := g.ask()
+	// While a question is in flight, and for the linger after its
+	// answer, a background request or a spare made ahead waits: with
+	// their context ended they give up rather than start.
 	ended, cancel := context.WithCancel(bg)
 	cancel()
-	if done, err := g.background(ended); err == nil {
-		done()
-		t.Error("a background request started while a program's question was in flight")
+	shut := func(when string) {
+		t.Helper()
+		if done, err := g.background(ended); err == nil {
+			done()
+			t.Errorf("a background request started %s", when)
+		}
+		if err := g.quiet(ended); err == nil {
+			t.Errorf("the spare filler was let go %s", when)
+		}
 	}
-	if err := g.quiet(ended); err == nil {
-		t.Error("the spare filler was let go while a program's question was in flight")
-	}
+	g.mu.Lock()
+	g.linger = time.Hour // "just answered" for the whole test
+	g.mu.Unlock()
+	answered := g.ask()
+	shut("while a program's question was in flight")
 	answered()
-	done, err := g.background(ended)
+	shut("just after a program's question was answered")
+	g.ask()() // asked again within the linger: a new one, as long
+	shut("just after a second question was answered")
+
+	// Once the linger after the last answer has passed, they go on
+	// (waiting for it: a live context, which ends only if they never do).
+	g.mu.Lock()
+	g.linger = time.Millisecond
+	g.mu.Unlock()
+	g.ask()()
+	live, stop := context.WithTimeout(bg, time.Minute)
+	defer stop()
+	done, err := g.background(live)
 	if err != nil {
 		t.Fatalf("a background request did not start once the question was answered: %v", err)
 	}
