@@ -34,17 +34,20 @@ import (
 // its limit, so it never evicts what was read before it (dirty data is
 // never evicted anyway).
 
-// askLinger is how long after a program's last question was answered
-// the gate stays shut to background requests. A program that asks
-// again at once (a path walked name by name, a loop of stats) then
-// finds the server, the link and the daemon quiet for its next question
-// too; without it, each answer let through a burst of up to
-// PrefetchRequests background requests whose answers came back during
-// the next question's round trip (a stat during a cold grep -r at 10 ms
-// took +0.9 ms more than on an idle mount; tcpdump of the SSH streams put
-// the time in the link and the server, not in the daemon). It is short
-// beside a round trip, so a program that asks now and then costs
-// prefetch little.
+// askLinger is how long after a program's stat was answered the gate
+// stays shut to background requests. A program that asks again at once
+// (a path walked name by name, a loop of stats) then finds the server,
+// the link and the daemon quiet for its next question too; without it,
+// each answer let through a burst of up to PrefetchRequests background
+// requests whose answers came back during the next question's round
+// trip (a stat during a cold grep -r at 10 ms took +0.9 ms more than on
+// an idle mount, +0.6 with it; tcpdump of the SSH streams put the time
+// in the link and the server, not in the daemon). It is short beside a
+// round trip, so a program that asks now and then costs prefetch little.
+// Not after a program's own listing: its next question is most likely
+// the listing of a subdirectory, which the listings ahead are there to
+// answer (held after each listing, they never started before ls -lR
+// asked for the next one: ls -lR cold took a fifth longer).
 const askLinger = 2 * time.Millisecond
 
 // gate is a server's request limiter with two priorities.
@@ -53,15 +56,15 @@ type gate struct {
 	cap    int           // background requests start only while busy < cap
 	busy   int           // requests in flight: foreground and background
 	asking int           // a program's questions in flight (ask): no background request starts
-	linger time.Duration // askLinger (tests take another)
-	held   bool          // the last question was answered less than linger ago: none starts either
-	heldBy int           // which linger holds the gate (a question asked meanwhile starts another)
+	until  time.Time     // nor before then: a program's stat was answered just now (askLinger)
+	held   bool          // no question is in flight, and it is not yet until
+	heldBy int           // which timer ends held (a question asked meanwhile starts another)
 	wake   chan struct{} // closed and replaced when busy, asking or held drops
 	work   *working      // told when background requests start and end
 }
 
 func newGate(n int, work *working) *gate {
-	return &gate{cap: n, linger: askLinger, wake: make(chan struct{}), work: work}
+	return &gate{cap: n, wake: make(chan struct{}), work: work}
 }
 
 // foreground counts a request a program waits for; it never waits.
@@ -74,7 +77,8 @@ func (g *gate) foreground() (done func()) {
 
 // ask counts a program's question about names in flight (a stat, a
 // listing it started): it never waits, and no background request starts
-// until every question is answered and askLinger has passed. Why: a prefetching daemon handles
+// until every question is answered and linger has passed since each
+// answer (askLinger after a stat, 0 after a listing). Why: a prefetching daemon handles
 // the answers of up to PrefetchRequests fetches (reads them, writes the
 // data files, records them) in the same process as the program's
 // answer, on one P (cmd/wirefs/procs.go): a trace of a stat during a
@@ -86,7 +90,7 @@ func (g *gate) foreground() (done func()) {
 // the daemon idle. A program's reads do not pause prefetch: they are
 // what it serves (a cold grep -r reads the files fetched ahead, and
 // pausing at its reads slowed it by a sixth over 9P).
-func (g *gate) ask() (done func()) {
+func (g *gate) ask(linger time.Duration) (done func()) {
 	g.mu.Lock()
 	g.busy++
 	g.asking++
@@ -94,22 +98,27 @@ func (g *gate) ask() (done func()) {
 	return func() {
 		g.mu.Lock()
 		g.asking--
+		now := time.Now()
+		if end := now.Add(linger); linger > 0 && end.After(g.until) {
+			g.until = end
+		}
 		if g.asking == 0 {
-			g.held = true
-			g.heldBy++
-			by := g.heldBy
-			time.AfterFunc(g.linger, func() { g.release(by) })
+			if g.held = now.Before(g.until); g.held {
+				g.heldBy++
+				by := g.heldBy
+				time.AfterFunc(g.until.Sub(now), func() { g.release(by) })
+			}
 		}
 		g.mu.Unlock()
 		g.done()
 	}
 }
 
-// release ends the linger by, unless a later question started another.
+// release ends the hold by, unless a later answer started another.
 func (g *gate) release(by int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.heldBy == by && g.asking == 0 {
+	if g.heldBy == by {
 		g.held = false
 		g.wakeLocked()
 	}

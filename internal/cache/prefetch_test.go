@@ -633,9 +633,10 @@ func TestSpareFor(t *testing.T) {
 
 // TestProgramQuestionsPausePrefetch: a program's stat and its own
 // listing are in flight as questions at the server's gate (ask), and
-// while one is, and for a linger after the last answer (the program may
+// while one is, and for a linger after a stat's answer (the program may
 // ask again at once), no background request starts and the spare filler
-// waits; then they go on.
+// waits; then they go on. A listing has no linger (the listings ahead
+// serve the program's next one).
 func TestProgramQuestionsPausePrefetch(t *testing.T) {
 	sizes := map[string]int{}
 	smallFiles(sizes, "dir", 4, 1000)
@@ -661,7 +662,7 @@ func TestProgramQuestionsPausePrefetch(t *testing.T) {
 		t.Errorf("the program's requests found the gate %q, want %q", got, want)
 	}
 
-	// While a question is in flight, and for the linger after its
+	// While a question is in flight, and for the linger after a stat's
 	// answer, a background request or a spare made ahead waits: with
 	// their context ended they give up rather than start.
 	ended, cancel := context.WithCancel(bg)
@@ -676,27 +677,44 @@ func TestProgramQuestionsPausePrefetch(t *testing.T) {
 			t.Errorf("the spare filler was let go %s", when)
 		}
 	}
+	open := func(when string) {
+		t.Helper()
+		done, err := g.background(ended)
+		if err != nil {
+			t.Fatalf("a background request did not start %s: %v", when, err)
+		}
+		done()
+		if err := g.quiet(ended); err != nil {
+			t.Errorf("the spare filler waits %s: %v", when, err)
+		}
+	}
 	g.mu.Lock()
-	g.linger = time.Hour // "just answered" for the whole test
+	g.until, g.held = time.Time{}, false // the lookup's stat above lingers no more
 	g.mu.Unlock()
-	answered := g.ask()
-	shut("while a program's question was in flight")
-	answered()
-	shut("just after a program's question was answered")
-	g.ask()() // asked again within the linger: a new one, as long
-	shut("just after a second question was answered")
+	listed := g.ask(0) // a listing: no linger
+	shut("while a program's listing was in flight")
+	listed()
+	open("once a program's listing was answered")
 
-	// Once the linger after the last answer has passed, they go on
+	answered := g.ask(time.Hour) // a stat whose linger lasts the test
+	shut("while a program's stat was in flight")
+	answered()
+	shut("just after a program's stat was answered")
+	listed = g.ask(0)
+	listed()
+	shut("after a listing answered within a stat's linger")
+
+	// Once the linger after the last stat has passed, they go on
 	// (waiting for it: a live context, which ends only if they never do).
 	g.mu.Lock()
-	g.linger = time.Millisecond
+	g.until = time.Time{}
 	g.mu.Unlock()
-	g.ask()()
+	g.ask(time.Millisecond)()
 	live, stop := context.WithTimeout(bg, time.Minute)
 	defer stop()
 	done, err := g.background(live)
 	if err != nil {
-		t.Fatalf("a background request did not start once the question was answered: %v", err)
+		t.Fatalf("a background request did not start once the stat was answered: %v", err)
 	}
 	done()
 	if err := g.quiet(ended); err != nil {

@@ -446,7 +446,7 @@ func (d *dir) Attr(ctx context.Context) (ns.Attr, error) {
 	if !ok {
 		epoch, at := t.c.epoch.Load(), time.Now()
 		var err error
-		done := t.gate.ask()
+		done := t.gate.ask(askLinger)
 		info, err = t.b.Stat(ctx, p)
 		done()
 		switch {
@@ -576,7 +576,7 @@ func (d *dir) fetchList(ctx context.Context, c *call, p string) {
 	t := d.t
 	epoch, at := t.c.epoch.Load(), time.Now()
 	if !remote.IsBackground(ctx) {
-		defer t.gate.ask()()
+		defer t.gate.ask(0)()
 	}
 	infos, err := t.b.List(ctx, p)
 	names := make(map[string]remote.Info, len(infos))

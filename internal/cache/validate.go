@@ -147,7 +147,7 @@ func (f *file) stat(c *call, p string) {
 // `grep -r` after T_read asked 85 times for one directory's listing).
 func (t *tree) statOf(ctx context.Context, p string, at time.Time) (remote.Info, error) {
 	if _, lists := t.b.(remote.StatLister); !lists || p == "/" {
-		defer t.gate.ask()()
+		defer t.gate.ask(askLinger)()
 		return t.b.Stat(ctx, p)
 	}
 	names, err := t.dirAt(path.Dir(p)).listSince(ctx, at)
