@@ -565,18 +565,24 @@ func (d *dir) listingLocked(ctx context.Context) (*call, error) {
 	if remote.IsBackground(ctx) {
 		lctx = remote.Background(lctx) // listed ahead
 	}
-	if !t.spawn(func() { d.fetchList(lctx, c, p) }) {
+	linger := time.Duration(0) // a program's listing: the listings ahead serve its next one
+	if forStat(ctx) {
+		linger = askLinger
+	}
+	if !t.spawn(func() { d.fetchList(lctx, c, p, linger) }) {
 		d.listing = nil
 		return nil, ns.Errorf(syscall.EIO, "%s is closed", t.key)
 	}
 	return c, nil
 }
 
-func (d *dir) fetchList(ctx context.Context, c *call, p string) {
+// fetchList lists p for c; a program's listing is a question at the
+// gate, which lingers after it (for a stat made through a listing).
+func (d *dir) fetchList(ctx context.Context, c *call, p string, linger time.Duration) {
 	t := d.t
 	epoch, at := t.c.epoch.Load(), time.Now()
 	if !remote.IsBackground(ctx) {
-		defer t.gate.ask(0)()
+		defer t.gate.ask(linger)()
 	}
 	infos, err := t.b.List(ctx, p)
 	names := make(map[string]remote.Info, len(infos))

@@ -141,6 +141,19 @@ func (f *file) stat(c *call, p string) {
 	f.mu.Unlock()
 }
 
+// statKey marks the context of a listing made to answer a stat
+// (statOf): the gate lingers after it as after a stat (askLinger).
+type statKey struct{}
+
+func withForStat(ctx context.Context) context.Context {
+	return context.WithValue(ctx, statKey{}, true)
+}
+
+func forStat(ctx context.Context) bool {
+	v, _ := ctx.Value(statKey{}).(bool)
+	return v
+}
+
 // statOf asks the server for p's attributes, as of at or later: from a
 // listing of its directory where the backend's Stat would list it anyway
 // (remote.StatLister), which refreshes every cached sibling too (a cold
@@ -150,7 +163,7 @@ func (t *tree) statOf(ctx context.Context, p string, at time.Time) (remote.Info,
 		defer t.gate.ask(askLinger)()
 		return t.b.Stat(ctx, p)
 	}
-	names, err := t.dirAt(path.Dir(p)).listSince(ctx, at)
+	names, err := t.dirAt(path.Dir(p)).listSince(withForStat(ctx), at)
 	if err != nil {
 		return remote.Info{}, err
 	}

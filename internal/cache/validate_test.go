@@ -212,3 +212,39 @@ func TestValidateByListing(t *testing.T) {
 		t.Fatalf("validating d and its 10 files took %d listings and %d Stats, want 2 and 0", n, b.n("Stat")-stats)
 	}
 }
+
+// TestStatByListingLingers: where a stat is a listing of the parent
+// (remote.StatLister), the prefetch gate stays shut after it as after a
+// stat (askLinger: the program may ask again at once), and not after a
+// program's own listing, whose next question the listings ahead serve.
+func TestStatByListingLingers(t *testing.T) {
+	c, _ := newCache(t, 0)
+	b := statLister{newLocalBackend(t)}
+	b.put(t, "/d/f", []byte("data"))
+	root := c.Root("local://lingers", b, Options{TRead: new(time.Hour)})
+	g := root.(*dir).t.gate
+	until := func() time.Time {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.until
+	}
+	before := time.Now()
+	d := lookup(t, root, "d").(ns.Dir) // a stat of d, made by listing /
+	looked := until()
+	if !looked.After(before) || b.n("List") != 1 {
+		t.Fatalf("after a lookup made by a listing (%d listings) the gate stays shut until %v, want after %v", b.n("List"), looked, before)
+	}
+	if _, err := d.ReadDir(bg); err != nil { // the program's own listing
+		t.Fatal(err)
+	}
+	if u := until(); !u.Equal(looked) || b.n("List") != 2 {
+		t.Fatalf("after the program's listing (%d listings) the gate stays shut until %v, want %v (no linger of its own)", b.n("List"), u, looked)
+	}
+	cat(t, root, "d/f")
+	c.Drop()
+	before = time.Now()
+	cat(t, root, "d/f") // validated: stats of d and f, made by listing / and d
+	if u := until(); !u.After(before) || b.n("List") != 4 {
+		t.Fatalf("after a stat made by a listing (%d listings) the gate stays shut until %v, want after %v", b.n("List"), u, before)
+	}
+}
