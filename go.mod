@@ -33,3 +33,4 @@ replace github.com/hanwen/go-fuse/v2 => ./third_party/go-fuse
 
 replace github.com/pkg/sftp => ./third_party/pkg-sftp
 replace github.com/hugelgupf/p9 => ./third_party/p9
+replace github.com/jlaffaye/ftp => ./third_party/jlaffaye-ftp

@@ -6,6 +6,7 @@
 #   third_party/update.sh go-fuse [VERSION]    github.com/hanwen/go-fuse/v2
 #   third_party/update.sh pkg-sftp [VERSION]   github.com/pkg/sftp
 #   third_party/update.sh p9 [VERSION]         github.com/hugelgupf/p9
+#   third_party/update.sh jlaffaye-ftp [VERSION] github.com/jlaffaye/ftp
 set -euo pipefail
 cd "$(dirname "$0")"
 case ${1:-} in
@@ -18,7 +19,10 @@ pkg-sftp)
 p9)
 	module=github.com/hugelgupf/p9
 	patches="p9-sendfail.patch" ;;
-*) echo "usage: update.sh go-fuse|pkg-sftp|p9 [VERSION]" >&2; exit 2 ;;
+jlaffaye-ftp)
+	module=github.com/jlaffaye/ftp
+	patches="jlaffaye-ftp-parselistline.patch" ;;
+*) echo "usage: update.sh go-fuse|pkg-sftp|p9|jlaffaye-ftp [VERSION]" >&2; exit 2 ;;
 esac
 dir=$1
 version=${2:-$(cd .. && go list -m -f '{{.Version}}' "$module" 2>/dev/null || true)}

@@ -13,9 +13,11 @@
 //   - Data connections: EPSV, then PASV (jlaffaye falls back per
 //     connection when EPSV is refused; when an EPSV port cannot be
 //     reached, new connections use PASV only).
-//   - Listings: MLSD when the server lists MLST in FEAT, else "LIST -a"
-//     (without -a, vsftpd and others hide dot files). Permission bits come
-//     from the raw lines (listing.go).
+//   - Listings: MLSD when the server lists MLST in FEAT, else "STAT -a"
+//     (LIST's lines in the reply, on the control connection: one round
+//     trip, no data connection), else "LIST -a" (without -a, vsftpd and
+//     others hide dot files). Permission bits come from the raw lines
+//     (listing.go).
 //   - Stat: the parent's listing, for every server. vsftpd has no MLST;
 //     SIZE+MDTM would be cheaper but give no permission bits and a
 //     different mtime precision than the listing, and a cache that
@@ -351,11 +353,25 @@ func (b *Backend) List(ctx context.Context, p string) ([]remote.Info, error) {
 	return infos, err
 }
 
-// list lists directory p on pc, with permission bits.
+// list lists directory p on pc, with permission bits. Where the server
+// lists with LIST (no MLSD), STAT -a p lists p on the control connection
+// in one round trip (statList): LIST waits for its passive reply, the
+// data connection, the transfer and the transfer's end, three round
+// trips.
 func (pc *pconn) list(p string) (entries []remote.Info, self bool, err error) {
+	mlsd := pc.sc.IsTimePreciseInList()
+	if !mlsd && !pc.b.noStat.Load() {
+		entries, self, err = pc.statList(p)
+		if err == nil || isConnLoss(err) {
+			return entries, self, err
+		}
+		if !pc.b.noStat.Swap(true) {
+			pc.b.log.Debug("ftp: the server lists no directory with STAT; listings use LIST", "server", pc.b.srv.Host, "err", err)
+		}
+	}
 	pc.disarm() // jlaffaye asks for a data connection of its own
 	arg := pc.b.serverPath(p)
-	if !pc.sc.IsTimePreciseInList() { // LIST, not MLSD
+	if !mlsd {
 		arg = "-a " + arg
 	}
 	var raw strings.Builder
@@ -366,6 +382,29 @@ func (pc *pconn) list(p string) (entries []remote.Info, self bool, err error) {
 		return nil, false, err
 	}
 	entries, self = entryInfos(raw.String(), es)
+	return entries, self, nil
+}
+
+// statList lists p with STAT -a p: the reply holds LIST -a's lines
+// (RFC 959), which jlaffaye parses as List does its own (a patch:
+// third_party/README.md), with the server's clock taken as UTC as List
+// takes it.
+func (pc *pconn) statList(p string) ([]remote.Info, bool, error) {
+	if err := pc.send("STAT -a " + pc.b.serverPath(p)); err != nil {
+		return nil, false, err
+	}
+	_, msg, err := pc.reply(2)
+	if err != nil {
+		return nil, false, err
+	}
+	now := time.Now()
+	var es []*ftplib.Entry
+	for _, line := range strings.Split(msg, "\n") {
+		if e, err := ftplib.ParseListLine(strings.TrimRight(line, "\r"), now, time.UTC); err == nil {
+			es = append(es, e)
+		}
+	}
+	entries, self := entryInfos(msg, es)
 	return entries, self, nil
 }
 

@@ -119,7 +119,24 @@ func randomBytes(n int) []byte {
 	return b
 }
 
+// TestStatAndList: listings and stats, with names, modes and times, of
+// files, directories, and what is missing or not a directory — on the
+// control connection (STAT -a, no LIST at all), and with LIST where the
+// server refuses STAT.
 func TestStatAndList(t *testing.T) {
+	t.Run("STAT", func(t *testing.T) {
+		if f := statAndList(t); f.srv.Commands("LIST") != 0 || f.srv.Commands("STAT -a /") == 0 {
+			t.Errorf("%d LIST, %d STAT -a: want every listing by STAT", f.srv.Commands("LIST"), f.srv.Commands("STAT -a /"))
+		}
+	})
+	t.Run("LIST", func(t *testing.T) {
+		if f := statAndList(t, testsrv.VsftpdDeny("STAT")); f.srv.Commands("LIST") == 0 {
+			t.Error("no LIST: the server refuses STAT")
+		}
+	})
+}
+
+func statAndList(t *testing.T, opts ...testsrv.VsftpdOption) *fixture {
 	f := newFixture(t, map[string]string{
 		"a.txt":         "hello\n",
 		".hidden":       "dot",
@@ -127,7 +144,7 @@ func TestStatAndList(t *testing.T) {
 		"sub/inner.txt": "inner",
 		"empty/":        "",
 		"two words":     "spaced",
-	})
+	}, opts...)
 	mustDo(t, os.Chmod(filepath.Join(f.root, "run.sh"), 0o755))
 	mustDo(t, os.Chmod(filepath.Join(f.root, "sub"), 0o750))
 	recent := time.Now().Add(-time.Hour).Truncate(time.Minute).UTC()
@@ -193,6 +210,7 @@ func TestStatAndList(t *testing.T) {
 	wantErrno(t, "ReadRange /nope", err, syscall.ENOENT)
 	_, err = b.ReadRange(ctx, "/sub", 0, -1)
 	wantErrno(t, "ReadRange /sub", err, syscall.EISDIR)
+	return f
 }
 
 func TestReadRange(t *testing.T) {
