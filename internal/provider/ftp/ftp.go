@@ -397,14 +397,7 @@ func (pc *pconn) statList(p string) ([]remote.Info, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	now := time.Now()
-	var es []*ftplib.Entry
-	for _, line := range strings.Split(msg, "\n") {
-		if e, err := ftplib.ParseListLine(strings.TrimRight(line, "\r"), now, time.UTC); err == nil {
-			es = append(es, e)
-		}
-	}
-	entries, self := entryInfos(msg, es)
+	entries, self := statEntries(msg, time.Now())
 	return entries, self, nil
 }
 

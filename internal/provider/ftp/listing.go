@@ -4,6 +4,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	ftplib "github.com/jlaffaye/ftp"
 
@@ -144,6 +145,9 @@ func entryInfos(raw string, entries []*ftplib.Entry) (infos []remote.Info, self 
 	lines := strings.Split(raw, "\n")
 	next := 0
 	for _, e := range entries {
+		if e.Name == "" || strings.Contains(e.Name, "/") {
+			continue // no file's name: a line misread ("0 " parses with none)
+		}
 		facts := lineFacts{}
 		for i := next; i < len(lines); i++ {
 			line := strings.TrimSuffix(lines[i], "\r")
@@ -199,4 +203,17 @@ func entryInfo(e *ftplib.Entry, facts lineFacts) remote.Info {
 		}
 	}
 	return info
+}
+
+// statEntries reads the entries of a STAT reply's listing (msg, its
+// lines between the first and the last), dated as of now; lines that are
+// no listing line (the reply's own text) are left out.
+func statEntries(msg string, now time.Time) (infos []remote.Info, self bool) {
+	var es []*ftplib.Entry
+	for _, line := range strings.Split(msg, "\n") {
+		if e, err := ftplib.ParseListLine(strings.TrimRight(line, "\r"), now, time.UTC); err == nil {
+			es = append(es, e)
+		}
+	}
+	return entryInfos(msg, es)
 }

@@ -171,6 +171,35 @@ func FuzzEntryInfos(f *testing.F) {
 	})
 }
 
+// FuzzStatEntries: any STAT reply gives entries without a panic, at
+// most one per line, none named "." or "..", with a name.
+func FuzzStatEntries(f *testing.F) {
+	f.Add("Status follows:\r\ndrwxr-xr-x    2 0        0            4096 Nov 26 18:00 .\r\ndrwxr-xr-x    3 0        0            4096 Nov 26 18:00 ..\r\n-rw-r--r--    1 0        0               6 Nov 26 17:00 a.txt\r\n-rw-r--r--    1 0        0               6 Mar 04  2019 two words\r\nlrwxrwxrwx    1 0        0               1 Nov 26 18:00 l -> t\r\nEnd of status")
+	f.Add("Status follows:\r\nEnd of status")
+	f.Add("11-26-26  06:00PM       <DIR>          sub\r\n11-26-26  06:00PM                 6 a.txt")
+	f.Fuzz(func(t *testing.T, msg string) {
+		infos, _ := statEntries(msg, time.Date(2026, 11, 26, 18, 30, 0, 0, time.UTC))
+		if n := strings.Count(msg, "\n") + 1; len(infos) > n {
+			t.Fatalf("%d entries from %d lines", len(infos), n)
+		}
+		for _, i := range infos {
+			if i.Name == "." || i.Name == ".." || i.Name == "" {
+				t.Fatalf("an entry named %q", i.Name)
+			}
+		}
+	})
+}
+
+// TestStatEntries: vsftpd's STAT -a reply, as the fuzz corpus's first.
+func TestStatEntries(t *testing.T) {
+	msg := "Status follows:\r\ndrwxr-x---    2 0        0            4096 Nov 26 18:00 .\r\n-rwxr-xr-x    1 0        0               6 Nov 26 17:00 run.sh\r\n-rw-r--r--    1 0        0               6 Mar 04  2019 two words\r\nEnd of status"
+	infos, self := statEntries(msg, time.Date(2026, 11, 26, 18, 30, 0, 0, time.UTC))
+	if !self || len(infos) != 2 || infos[0].Name != "run.sh" || infos[0].Mode != 0o755 || infos[0].Size != 6 ||
+		infos[1].Name != "two words" || !infos[1].Mtime.Equal(time.Date(2019, 3, 4, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("statEntries = %+v, self %v", infos, self)
+	}
+}
+
 func TestReplyErrno(t *testing.T) {
 	for _, c := range []struct {
 		code      int
