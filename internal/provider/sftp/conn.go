@@ -41,13 +41,16 @@ type conn struct {
 	// large reads and stores (upload.go): every channel has a fixed
 	// 2 MiB window (x/crypto/ssh's for what we receive, OpenSSH's for
 	// what we send), which caps one channel at 2 MiB per round trip
-	// (40 MB/s at 50 ms). Started in the background at the first large
-	// read or store (a few round trips each: large reads made before
-	// they are go through the main session; a store starts on it and
-	// spreads when they are ready); closed with c. Not at dial: sshd's
+	// (40 MB/s at 50 ms). Started in the background (a few round trips
+	// each, and sshd starts a process for each: ~150 ms here; large reads
+	// made before they are go through the main session, a store starts
+	// on it and spreads when they are ready) once the connection is
+	// found spreadRTT or more away (measureRTT), else at the first large
+	// read or store; closed with c. Not at dial near the server: sshd's
 	// work for every packet grows with the channels it serves, and a
 	// connection that only appends and stats paid for four idle ones
-	// on every round trip (open/append/close cycles ~10% slower at 0 ms).
+	// on every round trip (open/append/close cycles ~10% slower at 0 ms);
+	// a round trip of 5 ms or more dwarfs that.
 	streamsMu sync.Mutex
 	streams   []*sftp.Client
 	asked     bool           // a large read or store wanted the streams: started
@@ -317,11 +320,15 @@ func newClient(sc *ssh.Client, packet int) (*sftp.Client, error) {
 
 // measureRTT times one round trip of the SSH connection (a global
 // request the server answers at once), for what depends on the distance
-// to the server (upload.go). Starting the SFTP session is no measure:
-// sshd starts a process for it.
+// to the server (upload.go), and starts the streams of a distant one.
+// Starting the SFTP session is no measure: sshd starts a process for it.
 func (c *conn) measureRTT() {
 	t0 := time.Now()
 	if _, _, err := c.ssh.SendRequest("keepalive@openssh.com", true, nil); err == nil {
-		c.rtt.Store(int64(time.Since(t0)))
+		rtt := time.Since(t0)
+		c.rtt.Store(int64(rtt))
+		if rtt >= spreadRTT {
+			c.readyStreams()
+		}
 	}
 }

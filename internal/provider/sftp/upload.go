@@ -17,19 +17,21 @@ import (
 // 2 MiB window, so one session uploads at most 2 MiB per round trip
 // (40 MB/s at 50 ms, whatever the link). The data go out in chunks, each
 // written at its offset by whichever session is free: the main one from
-// the start, and the streams as soon as they are started (the first
-// large store of a connection starts them) and have opened the file too.
+// the start, and the streams as soon as they are started (at the dial of
+// a distant server, else by the first large store) and have opened the
+// file too.
 // Each session is its own sftp-server process on the server, writing to
 // the same file; the store closes every handle, and so has every answer,
 // before the file is renamed into place.
 //
-// Only when the window is what bounds the upload: at spreadRTT one
-// session carries 100 MB/s, about what its encryption and the server's
-// sftp-server reach on a small machine, and spreading costs more than
-// it brings below it (64 MiB at 10 ms on 2 vCPUs: 0.62 s through one
-// session, 0.83 s spread over five; at 50 ms 2.21 s and 1.68 s).
+// Only from spreadRTT up, where the window bounds one session and the
+// streams are started at the dial (64 MiB on 2 vCPUs: at 10 ms 0.64 s
+// through one session, 0.59 s spread; at 50 ms 2.24 s and 1.11 s).
+// Started only at the store itself, the streams came too late at 10 ms
+// (0.81 s) and still halved nothing at 50 ms (1.68 s). Near the server
+// one session's encryption, not its window, bounds it.
 const (
-	spreadRTT   = 20 * time.Millisecond
+	spreadRTT   = 5 * time.Millisecond
 	spreadStore = 8 << 20 // stores of at least this many bytes are spread
 	spreadChunk = 1 << 20 // the bytes of one WriteAt
 	// writersPerFile chunks are in flight on each session's handle:

@@ -243,10 +243,16 @@ func TestSpreadStore(t *testing.T) {
 func distant(t *testing.T, b *backend) {
 	t.Helper()
 	c := current(t, b)
+	measured(t, c)
+	c.rtt.Store(int64(spreadRTT))
+}
+
+// measured waits until c has measured its round trip (measureRTT).
+func measured(t *testing.T, c *conn) {
+	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); c.rtt.Load() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no round trip measured")
 		}
 	}
-	c.rtt.Store(int64(spreadRTT))
 }
