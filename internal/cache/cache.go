@@ -200,8 +200,11 @@ type Cache struct {
 	lruMu   sync.Mutex // innermost lock: taken with a file's mu held
 	lru     *list.List // files with data on disk, most recently used first
 	used    int64      // bytes of clean data on disk
-	// reserved: bytes of prefetches in flight, not yet in used.
+	// reserved: bytes of prefetches in flight, not yet in used (a
+	// fetch's bytes are counted in used as they arrive, before its
+	// reservation goes: for that moment they count twice).
 	reserved int64
+	released chan struct{} // closed when a reservation goes (reservedChange)
 
 	working working // OnBackground
 }

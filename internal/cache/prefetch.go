@@ -394,10 +394,22 @@ func (t *tree) fetchAhead(todo []ahead) {
 			return
 		}
 		size := a.info.Size
-		if !t.c.reserve(size) {
-			done()
-			t.c.log.Debug("cache: near its size limit; no more prefetch", "server", t.key)
-			return
+		for !t.c.reserve(size) {
+			// Near the limit, perhaps only by the fetches in flight,
+			// whose bytes count twice until their reservations go:
+			// ask again then, and stop once none is left.
+			change := t.c.reservedChange()
+			if change == nil {
+				done()
+				t.c.log.Debug("cache: near its size limit; no more prefetch", "server", t.key)
+				return
+			}
+			select {
+			case <-change:
+			case <-ctx.Done():
+				done()
+				return
+			}
 		}
 		// Only a spare, made with the CPU nothing else wants (spares.go).
 		id, err := t.spareFor(ctx)
@@ -465,7 +477,25 @@ func (c *Cache) reserve(n int64) bool {
 		return false
 	}
 	c.reserved += n
+	if n < 0 && c.released != nil {
+		close(c.released)
+		c.released = nil
+	}
 	return true
+}
+
+// reservedChange returns a channel closed when a reservation goes, or
+// nil when none is held.
+func (c *Cache) reservedChange() <-chan struct{} {
+	c.lruMu.Lock()
+	defer c.lruMu.Unlock()
+	if c.reserved == 0 {
+		return nil
+	}
+	if c.released == nil {
+		c.released = make(chan struct{})
+	}
+	return c.released
 }
 
 func sortedEntries(names map[string]remote.Info) []ahead {
