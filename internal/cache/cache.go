@@ -200,11 +200,10 @@ type Cache struct {
 	lruMu   sync.Mutex // innermost lock: taken with a file's mu held
 	lru     *list.List // files with data on disk, most recently used first
 	used    int64      // bytes of clean data on disk
-	// reserved: bytes of prefetches in flight, not yet in used (a
-	// fetch's bytes are counted in used as they arrive, before its
-	// reservation goes: for that moment they count twice).
+	// reserved: bytes of prefetches in flight, not yet in used: a
+	// fetch's bytes move from one to the other as they are counted
+	// (settleLocked), so that none counts twice.
 	reserved int64
-	released chan struct{} // closed when a reservation goes (reservedChange)
 
 	working working // OnBackground
 }
@@ -541,6 +540,11 @@ func (f *file) settleLocked() {
 	}
 	c.lruMu.Lock()
 	defer c.lruMu.Unlock()
+	if grown := clean - f.accounted; grown > 0 && f.reserved > 0 {
+		moved := min(grown, f.reserved)
+		f.reserved -= moved
+		c.reserved -= moved
+	}
 	c.used += clean - f.accounted
 	f.accounted = clean
 	switch {

@@ -104,6 +104,7 @@ type file struct {
 
 	elem      *list.Element // in the cache's LRU
 	accounted int64         // clean bytes counted in the cache's total
+	reserved  int64         // bytes of a prefetch of f not yet in accounted (Cache.reserved)
 }
 
 // blob is an open data file shared by its users; a dropped one lives on,

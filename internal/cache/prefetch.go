@@ -394,22 +394,10 @@ func (t *tree) fetchAhead(todo []ahead) {
 			return
 		}
 		size := a.info.Size
-		for !t.c.reserve(size) {
-			// Near the limit, perhaps only by the fetches in flight,
-			// whose bytes count twice until their reservations go:
-			// ask again then, and stop once none is left.
-			change := t.c.reservedChange()
-			if change == nil {
-				done()
-				t.c.log.Debug("cache: near its size limit; no more prefetch", "server", t.key)
-				return
-			}
-			select {
-			case <-change:
-			case <-ctx.Done():
-				done()
-				return
-			}
+		if !t.c.reserve(size) {
+			done()
+			t.c.log.Debug("cache: near its size limit; no more prefetch", "server", t.key)
+			return
 		}
 		// Only a spare, made with the CPU nothing else wants (spares.go).
 		id, err := t.spareFor(ctx)
@@ -421,16 +409,35 @@ func (t *tree) fetchAhead(todo []ahead) {
 		if !f.useSpare(id) {
 			t.putSpare(id)
 		}
+		f.holdReservation(size)
 		if !t.spawn(func() {
 			defer done()
-			defer t.c.reserve(-size)
+			defer f.dropReservation()
 			f.fetchWhole(ctx)
 		}) {
-			t.c.reserve(-size)
+			f.dropReservation()
 			done()
 			return
 		}
 	}
+}
+
+// holdReservation gives f the n bytes reserved for its prefetch: they go
+// from the reservation to used as f's bytes are counted (settleLocked).
+func (f *file) holdReservation(n int64) {
+	f.mu.Lock()
+	f.reserved += n
+	f.mu.Unlock()
+}
+
+// dropReservation gives back what is left of f's reservation once its
+// prefetch ended (the bytes that did not come).
+func (f *file) dropReservation() {
+	f.mu.Lock()
+	n := f.reserved
+	f.reserved = 0
+	f.mu.Unlock()
+	f.c.reserve(-n)
 }
 
 // useSpare makes the spare id f's data file, unless f has one.
@@ -468,8 +475,8 @@ func (f *file) fetchWhole(ctx context.Context) {
 
 // reserve sets n bytes aside for a prefetch, unless the clean data and
 // the prefetches in flight would then pass nine tenths of the cache's
-// limit: prefetch stops there. A negative n gives a reservation back once
-// its bytes are counted in used.
+// limit: prefetch stops there. A negative n gives back what a prefetch
+// did not move into used (dropReservation).
 func (c *Cache) reserve(n int64) bool {
 	c.lruMu.Lock()
 	defer c.lruMu.Unlock()
@@ -477,25 +484,7 @@ func (c *Cache) reserve(n int64) bool {
 		return false
 	}
 	c.reserved += n
-	if n < 0 && c.released != nil {
-		close(c.released)
-		c.released = nil
-	}
 	return true
-}
-
-// reservedChange returns a channel closed when a reservation goes, or
-// nil when none is held.
-func (c *Cache) reservedChange() <-chan struct{} {
-	c.lruMu.Lock()
-	defer c.lruMu.Unlock()
-	if c.reserved == 0 {
-		return nil
-	}
-	if c.released == nil {
-		c.released = make(chan struct{})
-	}
-	return c.released
 }
 
 func sortedEntries(names map[string]remote.Info) []ahead {
