@@ -10,6 +10,7 @@ package sftp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -473,16 +474,18 @@ func (b *backend) fill(c *conn, what, p string, f *sftp.File, src *source, size 
 	if size >= 0 && size <= int64(c.packet) {
 		return b.fillOne(c, what, p, f, src, size, last)
 	}
+	var n int64
+	var err error
+	closeStreams := func() error { return nil }
 	if size >= spreadStore && time.Duration(c.rtt.Load()) >= spreadRTT {
-		return b.fillSpread(c, what, p, f, src, size, last)
+		n, closeStreams, err = b.spreadTo(c, p, f, src, size)
+	} else {
+		n, err = f.ReadFrom(src)
 	}
-	n, err := f.ReadFrom(src)
 	if err == nil && last != nil {
 		err = last()
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = cmp.Or(err, f.Close(), closeStreams())
 	if err == nil && size >= 0 && n < size {
 		return b.srv.Errorf(syscall.EIO, what, p, "the data ended after %d of %d bytes", n, size)
 	}

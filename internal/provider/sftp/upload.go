@@ -1,12 +1,12 @@
 package sftp
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -39,10 +39,10 @@ const (
 	writersPerFile = 2
 )
 
-// fillSpread is fill for a large store: size bytes of src are written
-// to f, and to f's file opened again on each stream, then last is asked
-// and f closed.
-func (b *backend) fillSpread(c *conn, what, p string, f *sftp.File, src *source, size int64, last func() error) error {
+// spreadTo writes size bytes of src to f, and to f's file opened again
+// on each stream, and returns how many were written and a function that
+// closes the streams' handles (sent at once, waited for when called).
+func (b *backend) spreadTo(c *conn, p string, f *sftp.File, src *source, size int64) (int64, func() error, error) {
 	u := &spread{src: src, size: size, chunks: make(chan spreadPiece), free: make(chan []byte, writersPerFile*(1+streamCount)),
 		failed: make(chan struct{}), produced: make(chan struct{})}
 	var writers sync.WaitGroup
@@ -90,23 +90,14 @@ func (b *backend) fillSpread(c *conn, what, p string, f *sftp.File, src *source,
 	for _, sf := range extra {
 		go func() { closed <- sf.Close() }()
 	}
-	err := u.err()
-	if err == nil && last != nil {
-		err = last()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	for range extra {
-		if cerr := <-closed; err == nil {
-			err = cerr
+	closeStreams := func() error {
+		var err error
+		for range extra {
+			err = cmp.Or(err, <-closed)
 		}
+		return err
 	}
-	written := u.written.Load()
-	if err == nil && written < size {
-		return b.srv.Errorf(syscall.EIO, what, p, "the data ended after %d of %d bytes", written, size)
-	}
-	return b.writeFailure(c, what, p, src, size-written, err)
+	return u.written.Load(), closeStreams, u.failure.get()
 }
 
 // spread is one spread store's data: read from src in chunks, written by
@@ -119,9 +110,9 @@ type spread struct {
 	written  atomic.Int64
 	produced chan struct{} // closed when produce returns
 
+	failure  firstError
 	failOnce sync.Once
 	failed   chan struct{} // closed at the first error
-	first    error
 }
 
 // spreadPiece is a chunk of the data and its offset in the file.
@@ -145,7 +136,7 @@ func (u *spread) produce() {
 		n := min(int64(spreadChunk), u.size-off)
 		if _, err := io.ReadFull(u.src, buf[:n]); err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return // the data ended early: fillSpread says so
+				return // the data ended early: fill says so
 			}
 			u.fail(err)
 			return
@@ -180,18 +171,6 @@ func (u *spread) write(file *sftp.File) {
 }
 
 func (u *spread) fail(err error) {
-	u.failOnce.Do(func() {
-		u.first = err
-		close(u.failed)
-	})
-}
-
-// err is the first error, once every writer is done.
-func (u *spread) err() error {
-	select {
-	case <-u.failed:
-		return u.first
-	default:
-		return nil
-	}
+	u.failure.set(err)
+	u.failOnce.Do(func() { close(u.failed) })
 }
