@@ -328,7 +328,9 @@ func (c *conn) measureRTT() {
 		rtt := time.Since(t0)
 		c.rtt.Store(int64(rtt))
 		if rtt >= spreadRTT {
-			c.readyStreams()
+			c.streamsMu.Lock()
+			c.startStreams()
+			c.streamsMu.Unlock()
 		}
 	}
 }
