@@ -26,6 +26,7 @@
 #   BENCH_BASE_OPTS=O  mount base with -o O instead: with BENCH_BASE=HEAD,
 #                      the same binary with two settings side by side
 #   BENCH_BASE_RTTS=1  measure base at every RTT, not only at 0 ms
+#   BENCH_VERBOSE=1    mount wirefs with -v (its debug log in out/remote/run/)
 #   BENCH_TIMEOUT=S    bound on one timed command (default 30 s); a cell
 #                      that hits it shows "timeout" (it took longer)
 #
@@ -496,7 +497,7 @@ mount_sys() {
 	case $sys in
 	wirefs | base | wirefs-nopf)
 		if [ "$sys" = base ]; then bin=$OUT/wirefs-base; wopts=${4:-${BENCH_BASE_OPTS:-$wopts}}; fi
-		HOME=$HOMED XDG_CONFIG_HOME=$HOMED/.config "$bin" mount --foreground --cache-dir "$CACHE" ${wopts:+-o "$wopts"} "$MNT" 2>>"$lf" &
+		HOME=$HOMED XDG_CONFIG_HOME=$HOMED/.config "$bin" mount --foreground ${BENCH_VERBOSE:+-v} --cache-dir "$CACHE" ${wopts:+-o "$wopts"} "$MNT" 2>>"$lf" &
 		case $proto in
 		sftp) BASE=$MNT/sftp/root@127.0.0.1:$p$SRV ;;
 		ftp) BASE=$MNT/ftp/127.0.0.1:$p ;;
@@ -563,8 +564,18 @@ op_small() { rm -rf "$COPY_OUT" && mkdir -p "$COPY_OUT" && cp -r "$1"/tree/d0[0-
 # after close; wirefs and sshfs before close returns)
 op_write() { # BASE SERVERFILE
 	dd if=/dev/zero of="$1" bs=1M count=$BIG_MB status=none || return 1
-	local want=$((BIG_MB << 20))
-	while [ "$(stat -c %s "$2" 2>/dev/null || echo 0)" != $want ]; do sleep 0.02; done
+	until_stored "$2"
+}
+# until_stored SERVERFILE: waits until the server's file has all BIG_MB MiB
+until_stored() { while [ "$(stat -c %s "$1" 2>/dev/null || echo 0)" != $((BIG_MB << 20)) ]; do sleep 0.02; done; }
+# write, paced: one program that produces its output over time (1 MiB,
+# then 10 ms of work, 64 times) into `> file`, then until the server holds
+# every byte: what is left to upload at its close
+op_write_paced() { # BASE SERVERFILE
+	/usr/bin/python3 -c 'import sys, time
+for _ in range(int(sys.argv[1])):
+    sys.stdout.buffer.write(bytes(1 << 20)); sys.stdout.flush(); time.sleep(0.01)' "$BIG_MB" >"$1" || return 1
+	until_stored "$2"
 }
 # copy-in: cp -r, then until the server holds every file under its name
 # with every byte, as for write (rclone uploads after each close; wirefs
@@ -584,7 +595,7 @@ a_make() { make -s -j2 -C "$1/proj" prog; }
 # symbolic link without the colon
 a_make_out() { rm -rf "$2" "$2.src" && mkdir -p "$2" && ln -s "$1/proj" "$2.src" && make -s -j2 -C "$2" -f "$2.src/Makefile" SRC="$2.src" prog; }
 COPY_OUT=$OUT/localw/copy
-export -f op_lsR op_grep op_big op_small op_write a_copy tree_sizes a_scan a_read a_make a_make_out
+export -f op_lsR op_grep op_big op_small op_write op_write_paced until_stored a_copy tree_sizes a_scan a_read a_make a_make_out
 export BIG_MB SRV COPY_OUT
 
 # connect: untimed, a stat of the served directory, so that every system
@@ -708,10 +719,14 @@ bench_sys() {
 			timed "$rtt" "$proto" "$op.warm" "$sys" "$run" bash -c "op_$op \"\$1\"" _ "$BASE" ;;
 		write)
 			if [ "$proto" != http ]; then
-				if [ "$sys" = local ]; then mkdir -p "$OUT/localw"; timed "$rtt" "$proto" write "$sys" "$run" bash -c 'op_write "$1" "$1"' _ "$OUT/localw/big.out"
+				if [ "$sys" = local ]; then
+					mkdir -p "$OUT/localw"
+					timed "$rtt" "$proto" write "$sys" "$run" bash -c 'op_write "$1" "$1"' _ "$OUT/localw/big.out"
+					timed "$rtt" "$proto" write.paced "$sys" "$run" bash -c 'op_write_paced "$1" "$1"' _ "$OUT/localw/paced.out"
 				else
 					mkdir -p "$SRV/$w" && chown ftp:ftp "$SRV/$w" && chmod 0777 "$SRV/$w"
 					timed "$rtt" "$proto" write "$sys" "$run" bash -c 'op_write "$1" "$2"' _ "$BASE/$w/big.out" "$SRV/$w/big.out"
+					timed "$rtt" "$proto" write.paced "$sys" "$run" bash -c 'op_write_paced "$1" "$2"' _ "$BASE/$w/paced.out" "$SRV/$w/paced.out"
 				fi
 			fi ;;
 		andrew)
@@ -855,6 +870,7 @@ function label(row) {
 	if (row == "small.cold") return "copy out 1000 small files (cp -r), cold"
 	if (row == "small.warm") return "copy out 1000 small files (cp -r), warm"
 	if (row == "write") return "write 64 MiB (dd bs=1M, until on server)"
+	if (row == "write.paced") return "write 64 MiB paced (1 MiB per 10 ms, until on server)"
 	if (row == "a.copy") return "Andrew: copy tree in (until on server)"
 	if (row == "a.scan") return "Andrew: find -ls"
 	if (row == "a.read") return "Andrew: read all"
@@ -862,7 +878,7 @@ function label(row) {
 	return row
 }
 END {
-	nr = split("lsR.cold lsR.warm grep.cold grep.warm big.cold big.warm small.cold small.warm write a.copy a.scan a.read a.make", R, " ")
+	nr = split("lsR.cold lsR.warm grep.cold grep.warm big.cold big.warm small.cold small.warm write write.paced a.copy a.scan a.read a.make", R, " ")
 	nt = split(rtts, T, " "); np = split(protos, P, " ")
 	for (i = 1; i <= nt; i++) for (j = 1; j <= np; j++) {
 		p = P[j]

@@ -895,3 +895,9 @@ func TestCleanRecordIsOneFile(t *testing.T) {
 		t.Fatalf("%d data files and %d records on disk, want 4 and 0", data, meta)
 	}
 }
+
+func (l *logBuffer) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Reset()
+}

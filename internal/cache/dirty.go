@@ -130,6 +130,7 @@ func (f *file) truncate(ctx context.Context, size int64) error {
 			f.releaseLocked(b)
 		}
 		if err == nil {
+			f.giveUpStreamLocked("a truncation")
 			f.dataGen++
 			f.writeGen++
 			f.appendsOnly = false
@@ -251,6 +252,10 @@ func (f *file) writeAt(ctx context.Context, p []byte, off int64, appending bool)
 			f.overwrites = true
 		}
 		b, err := f.acquireLocked()
+		var st *stream
+		if err == nil {
+			st = f.writingLocked(off, off+int64(len(p)), appending)
+		}
 		f.mu.Unlock()
 		n := 0
 		if err == nil {
@@ -274,6 +279,12 @@ func (f *file) writeAt(ctx context.Context, p []byte, off int64, appending bool)
 			f.present = f.present.add(min(off, f.size), off+int64(n))
 			f.noteChangeLocked(min(off, f.size), off+int64(n))
 			f.size = max(f.size, off+int64(n))
+		}
+		if st != nil {
+			f.writtenLocked(st, n == len(p))
+		}
+		if n > 0 && !appending {
+			f.streamAheadLocked()
 		}
 		f.mu.Unlock()
 		f.io.RUnlock()

@@ -93,6 +93,8 @@ type file struct {
 	appendAhead *openedAhead  // the server's file opened for the next append write-back (appendahead.go)
 	pipe        *appendPipe   // the server's file the append write-backs in flight go through (appendpipe.go)
 	sent        chan struct{} // the last write-back's send is done when closed: the next one's sends wait for it
+	stream      *stream       // the store running while f is written (stream.go)
+	streamTried bool          // a stream started since the last write-back began
 	timer       *time.Timer   // the next write-back
 	retry       time.Duration // the last retry delay
 	// failure is why the last write-back failed (nil after a success);
@@ -202,6 +204,7 @@ func (f *file) releaseLocked(b *blob) {
 
 // dropDataLocked forgets the cached data (io held exclusively).
 func (f *file) dropDataLocked() {
+	f.giveUpStreamLocked("the data were dropped")
 	f.dataGen++
 	f.present = nil
 	f.data = nil // its users keep the unlinked file until they release it

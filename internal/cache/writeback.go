@@ -75,6 +75,32 @@ func (s snapshot) rewritesEmpty() bool {
 	return s.base == 0 && s.overwrites && !s.retried
 }
 
+// route is the way a write-back sends its changes.
+type route int
+
+const (
+	appendRoute route = iota // the bytes past the base, appended (remote.Appender)
+	createRoute              // a new file of appends: made if missing, appended to (appendCreating)
+	storeRoute               // the whole file (Writer.Store)
+	patchRoute               // the changed ranges and the length (remote.Patcher)
+)
+
+// route says how the changes of snapshot s go to t's server.
+func (t *tree) route(s snapshot) route {
+	_, ap := t.w.(remote.Appender)
+	_, pa := t.w.(remote.Patcher)
+	_, cr := t.w.(remote.Creator)
+	switch {
+	case s.appendOnly() && ap:
+		return appendRoute
+	case s.base < 0 && s.appendsOnly && ap && cr:
+		return createRoute
+	case s.base < 0 || !pa || s.rewritesEmpty():
+		return storeRoute
+	}
+	return patchRoute
+}
+
 // writeBack sends f's changes to the server if it is dirty, waiting for a
 // write-back already running. A failure is logged and retried later with
 // backoff (or, refused for good, at the next write or fsync); the data
@@ -123,6 +149,9 @@ func (f *file) writeBack(ctx context.Context) error {
 		prevSent, sent := f.sent, make(chan struct{})
 		f.sent = sent
 		s := f.takeSnapshotLocked()
+		if s.diverged || t.route(s) != storeRoute {
+			f.giveUpStreamLocked("the changes go to the server another way")
+		}
 		p, mode, mtime := s.path, f.info.Mode, s.mtime
 		b, err := f.acquireLocked()
 		f.mu.Unlock()
@@ -340,6 +369,9 @@ func (f *file) stopTimer() {
 // it has changes the server may not have (then it may not exist there).
 func (f *file) quiesce() bool {
 	f.stopTimer()
+	f.mu.Lock()
+	f.giveUpStreamLocked("removed")
+	f.mu.Unlock()
 	for {
 		f.mu.Lock()
 		ch, dirty := f.storing, f.dirty
@@ -357,6 +389,7 @@ func (f *file) quiesce() bool {
 func (f *file) takeSnapshotLocked() snapshot {
 	s := f.changesLocked()
 	f.base, f.low, f.changed, f.retried, f.overwrites = f.size, f.size, nil, false, false
+	f.streamTried = false
 	return s
 }
 
@@ -413,8 +446,8 @@ func (f *file) send(ctx context.Context, b *blob, s snapshot, mode os.FileMode, 
 			return 0, err
 		}
 	}
-	switch {
-	case s.appendOnly() && ap != nil:
+	switch t.route(s) {
+	case appendRoute:
 		data := io.NewSectionReader(b.f, s.base, s.size-s.base)
 		var n int64
 		var err error
@@ -428,18 +461,22 @@ func (f *file) send(ctx context.Context, b *blob, s snapshot, mode os.FileMode, 
 			return f.appendToNew(ctx, b, s, mode)
 		}
 		return n, err
-	case s.base < 0 && s.appendsOnly && ap != nil:
-		if _, ok := t.w.(remote.Creator); ok {
-			return f.appendCreating(ctx, b, s, 0, mode)
-		}
-		fallthrough
-	case s.base < 0 || pa == nil || s.rewritesEmpty():
+	case createRoute:
+		return f.appendCreating(ctx, b, s, 0, mode)
+	case storeRoute:
 		// The whole file goes: what appends left uncached below the
 		// base comes from the server first (makeDirty forAppends).
 		if err := f.completeDirty(ctx); err != nil {
 			return 0, err
 		}
 		data, perm := io.NewSectionReader(b.f, 0, s.size), mode.Perm()|mode&specialBits
+		if st := f.takeStream(s, perm); st != nil {
+			err := st.finish(ctx, f)
+			if err == nil || refusedForGood(err) || ctx.Err() != nil {
+				return s.size, err
+			}
+			t.c.log.Debug("cache: the store begun while the file was written failed; storing it again", "server", t.key, "path", s.path, "err", err)
+		}
 		if fs, ok := t.w.(remote.FreshStorer); ok && s.fresh {
 			return s.size, fs.StoreFresh(ctx, s.path, data, s.size, perm)
 		}

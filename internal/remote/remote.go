@@ -90,6 +90,18 @@ type FreshStorer interface {
 	StoreFresh(ctx context.Context, p string, r io.Reader, size int64, perm os.FileMode) error
 }
 
+// StreamStorer is implemented by Writers that can store a file while a
+// program is still writing it: StoreStream is Store for data whose length
+// is known only when r ends (io.EOF), read as they come, so that the
+// upload runs beside the writing rather than after it (the cache's
+// stream.go). r may wait for the writer between reads, for as long as the
+// writer takes: that wait is not the server's. Store's promise holds: the
+// data take p's name only after r ended without error, and an error from
+// r fails the store and leaves nothing under the name.
+type StreamStorer interface {
+	StoreStream(ctx context.Context, p string, r io.Reader, perm os.FileMode) error
+}
+
 // Chtimer is implemented by writable backends whose servers can set a
 // file's times (touch, cp -p, tar); others keep the server's. Both times
 // are given; they apply to directories too.

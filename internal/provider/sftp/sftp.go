@@ -245,6 +245,11 @@ func (b *backend) storeVia(c *conn, p string, src *source, size int64, perm os.F
 			return b.storeInSpare(c, p, sp, src, size, perm, left)
 		}
 	}
+	if src.size < 0 {
+		// A stream's reads wait for its writer, not for the server
+		// (stream.go).
+		src.pause = func() (resume func()) { return session.Pause(c) }
+	}
 	tmp := remote.TempName(p)
 	// What is at p and the temporary's creation: one round trip.
 	var old os.FileInfo
@@ -477,7 +482,7 @@ func (b *backend) fill(c *conn, what, p string, f *sftp.File, src *source, size 
 	var n int64
 	var err error
 	closeStreams := func() error { return nil }
-	if size >= spreadStore && time.Duration(c.rtt.Load()) >= spreadRTT {
+	if (size < 0 || size >= spreadStore) && time.Duration(c.rtt.Load()) >= spreadRTT {
 		n, closeStreams, err = b.spreadTo(c, p, f, src, size)
 	} else {
 		n, err = f.ReadFrom(src)
@@ -551,12 +556,19 @@ func (b *backend) writeFailure(c *conn, what, p string, src *source, left int64,
 // source is the data of Store, Append (Read) and Patch (ReadAt). Its
 // Size tells pkg/sftp how many writes it may send at once; it ends the
 // transfer when ctx ends, and after stop it never touches the caller's
-// reader again.
+// reader again, except a stream's (size -1, StoreStream): its reads may
+// wait for a program's writes for as long as the program takes, so stop
+// does not wait for them, and the stream's owner ends them when the store
+// returns.
 type source struct {
 	r    io.Reader
 	ra   io.ReaderAt
-	size int64 // -1: unknown
+	size int64 // -1: unknown (a stream)
 	ctx  context.Context
+	// pause, if not nil, takes each read of a stream out of the
+	// connection's wait (session.Pause): the server's silence while
+	// the program writes is no stall.
+	pause func() (resume func())
 
 	mu      sync.Mutex
 	stopped bool
@@ -604,9 +616,18 @@ func (s *source) read(read func() (int, error)) (int, error) {
 	if s.err != nil {
 		return 0, s.err
 	}
+	if s.size < 0 {
+		s.mu.Unlock() // a stream's read may wait: stop does not
+		if s.pause != nil {
+			defer s.pause()()
+		}
+	}
 	n, err := read()
+	if s.size < 0 {
+		s.mu.Lock()
+	}
 	if err != nil && err != io.EOF {
-		s.err = err
+		s.err = cmp.Or(s.err, err)
 	}
 	return n, err
 }

@@ -39,7 +39,7 @@ const (
 	writersPerFile = 2
 )
 
-// spreadTo writes size bytes of src to f, and to f's file opened again
+// spreadTo writes size bytes of src (size < 0: all of it) to f, and to f's file opened again
 // on each stream, and returns how many were written and a function that
 // closes the streams' handles (sent at once, waited for when called).
 func (b *backend) spreadTo(c *conn, p string, f *sftp.File, src *source, size int64) (int64, func() error, error) {
@@ -122,31 +122,38 @@ type spreadPiece struct {
 }
 
 // produce reads the data into chunks and hands each to a writer, until
-// the end or the first error.
+// the end (size < 0: of the source) or the first error.
 func (u *spread) produce() {
 	defer close(u.produced)
 	defer close(u.chunks)
-	for off := int64(0); off < u.size; {
+	for off := int64(0); u.size < 0 || off < u.size; {
 		var buf []byte
 		select {
 		case buf = <-u.free:
 		default: // as many as chunks held at once: one per writer, and this one
 			buf = make([]byte, spreadChunk)
 		}
-		n := min(int64(spreadChunk), u.size-off)
-		if _, err := io.ReadFull(u.src, buf[:n]); err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return // the data ended early: fill says so
-			}
+		n := int64(spreadChunk)
+		if u.size >= 0 {
+			n = min(n, u.size-off)
+		}
+		got, err := io.ReadFull(u.src, buf[:n])
+		ended := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		if err != nil && !ended {
 			u.fail(err)
 			return
 		}
-		select {
-		case u.chunks <- spreadPiece{buf[:n], off}:
-		case <-u.failed:
-			return
+		if got > 0 {
+			select {
+			case u.chunks <- spreadPiece{buf[:got], off}:
+			case <-u.failed:
+				return
+			}
+			off += int64(got)
 		}
-		off += n
+		if ended {
+			return // a short store's: fill says so
+		}
 	}
 }
 

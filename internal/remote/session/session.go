@@ -212,6 +212,20 @@ func Begin[C Conn](c C) (end func()) {
 	return func() {}
 }
 
+// Pause takes the caller, within a call on c (Call, On), out of c's
+// watchdog's waits until resume: for a call that waits on something
+// other than the server, such as a store reading the data a program is
+// still writing, so that the server's silence meanwhile is no stall (an
+// idle server is still probed). A resume after the call ended is
+// balanced by the call's own end.
+func Pause[C Conn](c C) (resume func()) {
+	if d := c.line().dog; d != nil {
+		d.End()
+		return d.Begin
+	}
+	return func() {}
+}
+
 func bracket[C Conn, T any](c C, fn func() (T, error)) (T, error) {
 	defer Begin(c)()
 	return fn()
