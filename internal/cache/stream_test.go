@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"wirefs/internal/leakcheck"
 	"wirefs/internal/ns"
 	"wirefs/internal/remote/remotetest"
 )
@@ -22,12 +23,12 @@ import (
 func TestStoreWhileWritten(t *testing.T) {
 	home := sshHome(t)
 	srv := t.TempDir()
+	base := leakcheck.Take(t)
 	logs := &logBuffer{}
 	c, err := New(filepath.Join(t.TempDir(), "cache"), 0, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
 	d := sftpTree(t, home, srv, c, Options{}, nil)
 	streaming := func() bool {
 		for _, tmp := range remotetest.Temporaries(srv) {
@@ -101,4 +102,6 @@ func TestStoreWhileWritten(t *testing.T) {
 			}
 		})
 	}
+	c.Close()
+	base.Check(t) // every stream's goroutine and connection ended
 }
