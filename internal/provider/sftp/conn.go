@@ -42,7 +42,8 @@ type conn struct {
 	// 2 MiB window (x/crypto/ssh's for what we receive, OpenSSH's for
 	// what we send), which caps one channel at 2 MiB per round trip
 	// (40 MB/s at 50 ms). Started in the background (a few round trips
-	// each, and sshd starts a process for each: ~150 ms here; large reads
+	// each, and sshd starts a process for each through the user's
+	// shell: a few ms, or ~150 ms where the shell's rc is slow; large reads
 	// made before they are go through the main session, a store starts
 	// on it and spreads when they are ready) once the connection is
 	// found spreadRTT or more away (measureRTT), else at the first large
