@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"wirefs/internal/remote/remotetest"
 	"wirefs/internal/testsrv"
 )
 
@@ -118,6 +119,49 @@ func TestSFTP(t *testing.T) {
 	r = bash(t, m, 30*time.Second, `cat "$M/$1/nonexistent"`, dir)
 	if r.Code == 0 || !strings.Contains(r.Stderr, "No such file or directory") {
 		t.Errorf("cat of a missing file: %s", r)
+	}
+}
+
+// TestSFTPStoreWhileWritten: dd of a 12 MiB file into an sftp mount
+// starts the upload while dd writes (the daemon's log says so) and leaves
+// exactly its bytes on the server; a program that goes back to rewrite an
+// early block after 10 MiB gives that upload up, and its close stores what
+// it wrote. No temporary is left.
+func TestSFTPStoreWhileWritten(t *testing.T) {
+	needFUSE(t)
+	s := testsrv.StartSSHD(t)
+	root, _ := serverTree(t)
+	m := remoteMount(t, sshHome(t, s, true), "-v")
+	dir := "sftp/testhost" + root
+	data := make([]byte, 12<<20+77)
+	rand.Read(data)
+	local := filepath.Join(t.TempDir(), "src.bin")
+	os.WriteFile(local, data, 0o644)
+	mustOK(t, "dd", bash(t, m, 60*time.Second, `dd if="$2" of="$M/$1/dd.bin" bs=1M status=none`, dir, local))
+	if got, _ := os.ReadFile(filepath.Join(root, "dd.bin")); !bytes.Equal(got, data) {
+		t.Errorf("the server's dd.bin: %d bytes, want the %d written", len(got), len(data))
+	}
+	mustOK(t, "rewrite", bash(t, m, 60*time.Second, `/usr/bin/python3 -c '
+import sys
+data = open(sys.argv[1], "rb").read()
+with open(sys.argv[2], "wb") as f:
+    f.write(data[:10 << 20]); f.flush()
+    f.seek(4096); f.write(b"x" * 4096); f.flush()
+    f.seek(10 << 20); f.write(data[10 << 20:])
+' "$2" "$M/$1/rewritten.bin"`, dir, local))
+	copy(data[4096:], bytes.Repeat([]byte("x"), 4096))
+	if got, _ := os.ReadFile(filepath.Join(root, "rewritten.bin")); !bytes.Equal(got, data) {
+		t.Errorf("the server's rewritten.bin: %d bytes, not the %d written", len(got), len(data))
+	}
+	for _, name := range remotetest.Temporaries(root) {
+		t.Errorf("a temporary was left: %s", name)
+	}
+	log := readFile(m.Log)
+	if n := strings.Count(log, "storing a file while it is written"); n != 2 {
+		t.Errorf("%d uploads began while a file was written, want 2:\n%s", n, tail(log, 3000))
+	}
+	if !strings.Contains(log, "a write elsewhere than at its end") {
+		t.Errorf("the rewrite did not give its upload up:\n%s", tail(log, 3000))
 	}
 }
 
