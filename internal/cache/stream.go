@@ -56,9 +56,13 @@ type stream struct {
 // stored whole and is long enough, and none ran since the last write-back
 // began (streamTried).
 func (f *file) streamAheadLocked() {
+	// (After every plain write: the cheap checks first.)
+	if f.stream != nil || f.streamTried || f.size < streamFrom || !f.dirty || f.removed || f.diverged {
+		return
+	}
 	t := f.t
 	ss, ok := t.w.(remote.StreamStorer)
-	if !ok || f.stream != nil || f.streamTried || !f.dirty || f.removed || f.diverged || f.size < streamFrom {
+	if !ok {
 		return
 	}
 	if _, partial := f.partialLocked(); partial || t.route(f.changesLocked()) != storeRoute {

@@ -39,9 +39,10 @@ const (
 	writersPerFile = 2
 )
 
-// spreadTo writes size bytes of src (size < 0: all of it) to f, and to f's file opened again
-// on each stream, and returns how many were written and a function that
-// closes the streams' handles (sent at once, waited for when called).
+// spreadTo writes size bytes of src (size < 0: all of it) to f, and to
+// f's file opened again on each stream, and returns how many were written
+// and a function that closes the streams' handles (sent at once, waited
+// for when called).
 func (b *backend) spreadTo(c *conn, p string, f *sftp.File, src *source, size int64) (int64, func() error, error) {
 	u := &spread{src: src, size: size, chunks: make(chan spreadPiece), free: make(chan []byte, writersPerFile*(1+streamCount)),
 		failed: make(chan struct{}), produced: make(chan struct{})}

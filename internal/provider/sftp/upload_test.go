@@ -250,9 +250,5 @@ func distant(t *testing.T, b *backend) {
 // measured waits until c has measured its round trip (measureRTT).
 func measured(t *testing.T, c *conn) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); c.rtt.Load() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no round trip measured")
-		}
-	}
+	waitFor(t, "the round trip to be measured", func() bool { return c.rtt.Load() != 0 })
 }
